@@ -1,0 +1,1 @@
+"""citeguard: refuse to let a search agent's bad citations through."""

@@ -1,0 +1,352 @@
+"""The data that crosses citeguard's public boundary.
+
+Every stage of the pipeline (parse → fetch → extract → check → verdict → regenerate) takes and
+returns these pydantic v2 models, so a verdict serialises to JSON byte for byte the same on replay.
+
+Expected web outcomes are values, never exceptions: every citation ends with a
+:class:`CitationStatus` and a human-readable ``reason``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --------------------------------------------------------------------------------------------
+# Outcomes
+# --------------------------------------------------------------------------------------------
+
+
+class Outcome(StrEnum):
+    """The three-way outcome of resolving a citation."""
+
+    RESOLVES = "resolves"
+    BROKEN = "broken"
+    UNVERIFIABLE = "unverifiable"
+
+
+class CitationStatus(StrEnum):
+    """One value per outcome a user must tell apart. Values are stable, lowercase, JSON-safe."""
+
+    OK = "ok"
+    # broken: the link itself is bad
+    NOT_FOUND = "not_found"  # 404
+    GONE = "gone"  # 410
+    HTTP_ERROR = "http_error"  # any other 4xx/5xx after retries
+    UNREACHABLE = "unreachable"  # NXDOMAIN, connection refused
+    CROSS_DOMAIN_REDIRECT = "cross_domain_redirect"
+    REDIRECT_LOOP = "redirect_loop"
+    TOO_MANY_REDIRECTS = "too_many_redirects"
+    BLOCKED_SCHEME = "blocked_scheme"
+    MALFORMED_URL = "malformed_url"
+    BLOCKED_ADDRESS = "blocked_address"
+    # unverifiable: we could not tell
+    TIMEOUT = "timeout"
+    BOT_WALL = "bot_wall"  # 403 + cf-mitigated, 999, captcha pages
+    RATE_LIMITED = "rate_limited"  # 429 after retries
+    TLS_ERROR = "tls_error"
+    CONNECTION_ERROR = "connection_error"  # reset mid-body and similar after retries
+    TOO_LARGE = "too_large"
+    UNSUPPORTED_TYPE = "unsupported_type"
+    # content checks: the link resolves but does not back the claim
+    PASSAGE_MISSING = "passage_missing"
+    PASSAGE_ALTERED = "passage_altered"
+    NOT_ENTAILED = "not_entailed"
+    # policy
+    EXCLUDED_BY_POLICY = "excluded_by_policy"
+    NOT_RETRIEVED = "not_retrieved"  # cited but no recorded search returned it
+
+    @property
+    def outcome(self) -> Outcome:
+        """Resolution outcome: does the URL itself resolve?"""
+        return _OUTCOME[self]
+
+    def is_ok(self) -> bool:
+        return self is CitationStatus.OK
+
+
+_OUTCOME: dict[CitationStatus, Outcome] = {
+    CitationStatus.OK: Outcome.RESOLVES,
+    CitationStatus.NOT_FOUND: Outcome.BROKEN,
+    CitationStatus.GONE: Outcome.BROKEN,
+    CitationStatus.HTTP_ERROR: Outcome.BROKEN,
+    CitationStatus.UNREACHABLE: Outcome.BROKEN,
+    CitationStatus.CROSS_DOMAIN_REDIRECT: Outcome.BROKEN,
+    CitationStatus.REDIRECT_LOOP: Outcome.BROKEN,
+    CitationStatus.TOO_MANY_REDIRECTS: Outcome.BROKEN,
+    CitationStatus.BLOCKED_SCHEME: Outcome.BROKEN,
+    CitationStatus.MALFORMED_URL: Outcome.BROKEN,
+    CitationStatus.BLOCKED_ADDRESS: Outcome.BROKEN,
+    CitationStatus.TIMEOUT: Outcome.UNVERIFIABLE,
+    CitationStatus.BOT_WALL: Outcome.UNVERIFIABLE,
+    CitationStatus.RATE_LIMITED: Outcome.UNVERIFIABLE,
+    CitationStatus.TLS_ERROR: Outcome.UNVERIFIABLE,
+    CitationStatus.CONNECTION_ERROR: Outcome.UNVERIFIABLE,
+    CitationStatus.TOO_LARGE: Outcome.UNVERIFIABLE,
+    CitationStatus.UNSUPPORTED_TYPE: Outcome.UNVERIFIABLE,
+    CitationStatus.PASSAGE_MISSING: Outcome.RESOLVES,
+    CitationStatus.PASSAGE_ALTERED: Outcome.RESOLVES,
+    CitationStatus.NOT_ENTAILED: Outcome.RESOLVES,
+    CitationStatus.EXCLUDED_BY_POLICY: Outcome.BROKEN,
+    CitationStatus.NOT_RETRIEVED: Outcome.RESOLVES,
+}
+
+
+class Severity(StrEnum):
+    ERROR = "error"  # fails its axis
+    WARNING = "warning"  # reported, does not fail by itself
+    INFO = "info"
+
+
+class Finding(_Model):
+    """One observation with a stable machine code and a message a person (or an LLM) can act on."""
+
+    code: str
+    message: str
+    severity: Severity = Severity.ERROR
+    axis: str | None = None
+    url: str | None = None
+    claim_index: int | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------------------------
+# Parsed answer
+# --------------------------------------------------------------------------------------------
+
+CitationKind = Literal[
+    "inline_link",
+    "reference_link",
+    "numbered",
+    "footnote",
+    "bare_url",
+    "html_anchor",
+    "structured",
+]
+
+
+class Citation(_Model):
+    """One occurrence of a cited URL in the answer text."""
+
+    index: int
+    url: str  # as written (after reference resolution)
+    normalized_url: str | None  # None when the URL is malformed or its scheme is blocked
+    kind: CitationKind
+    marker: str  # the literal text of the marker / link in the answer
+    label: str | None = None  # reference id / footnote id / link text
+    start: int  # character offsets of the marker in Answer.text (-1 for structured input)
+    end: int
+    claim_index: int | None = None
+    quote: str | None = None
+
+
+class Claim(_Model):
+    """A sentence or bullet item of the answer, with the citations that support it."""
+
+    index: int
+    text: str
+    start: int
+    end: int
+    citation_indices: list[int] = Field(default_factory=list)
+    quotes: list[str] = Field(default_factory=list)
+
+
+class Answer(_Model):
+    text: str
+    claims: list[Claim] = Field(default_factory=list)
+    citations: list[Citation] = Field(default_factory=list)
+    references: dict[str, str] = Field(default_factory=dict)
+    findings: list[Finding] = Field(default_factory=list)
+
+    @property
+    def urls(self) -> list[str]:
+        """Distinct normalised URLs in order of first citation."""
+        seen: dict[str, None] = {}
+        for c in self.citations:
+            if c.normalized_url is not None:
+                seen.setdefault(c.normalized_url, None)
+        return list(seen)
+
+
+# --------------------------------------------------------------------------------------------
+# Searches the agent made
+# --------------------------------------------------------------------------------------------
+
+
+class SearchResult(_Model):
+    url: str
+    title: str | None = None
+    snippet: str | None = None
+    published: datetime | None = None
+    rank: int = 0
+
+
+class SearchRecord(_Model):
+    """One literal search call of the agent and what it got back."""
+
+    query: str
+    provider: str = "default"
+    results: list[SearchResult] = Field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Fetch and page
+# --------------------------------------------------------------------------------------------
+
+
+class FetchResult(_Model):
+    """What the fetcher learned about one URL. ``body`` is excluded from JSON."""
+
+    url: str
+    final_url: str | None = None
+    status: CitationStatus
+    reason: str
+    http_status: int | None = None
+    method: Literal["HEAD", "GET", "NONE"] = "NONE"
+    redirects: list[str] = Field(default_factory=list)
+    headers: dict[str, str] = Field(default_factory=dict)
+    content_type: str | None = None
+    body: bytes | None = Field(default=None, exclude=True, repr=False)
+    truncated: bool = False
+    attempts: int = 1
+    elapsed_ms: float = 0.0
+    from_cache: bool = False
+    fetched_at: datetime | None = None
+
+
+PageKind = Literal["html", "pdf", "text", "unsupported", "empty"]
+
+
+class Page(_Model):
+    """Body → visible text, main text, title, canonical URL, language and dates."""
+
+    url: str
+    kind: PageKind
+    text: str = ""  # all visible text
+    main_text: str | None = None  # the article body, when it can be told apart from boilerplate
+    title: str | None = None
+    canonical_url: str | None = None
+    language: str | None = None
+    published: datetime | None = None
+    modified: datetime | None = None
+    date_source: str | None = None  # e.g. "json-ld", "meta:article:published_time", "htmldate"
+    types: list[str] = Field(default_factory=list)  # JSON-LD @type values (page signals)
+    charset: str | None = None
+
+
+class PassageMatch(_Model):
+    found: bool
+    score: float  # 0..100
+    start: int = -1
+    end: int = -1
+    matched_text: str = ""
+    how: Literal["exact", "normalised", "fuzzy", "paraphrase", "none"] = "none"
+    altered: bool = False
+    differing_tokens: list[str] = Field(default_factory=list)
+    in_main_text: bool | None = None
+    reason: str = ""
+
+
+EntailmentLabel = Literal["supported", "contradicted", "unsupported"]
+
+
+class EntailmentScore(_Model):
+    label: EntailmentLabel
+    score: float  # P(supported) or the backend's support score in 0..1
+    probabilities: dict[str, float] = Field(default_factory=dict)
+    evidence: str = ""
+    backend: str
+    reason: str = ""
+
+
+# --------------------------------------------------------------------------------------------
+# Verdict
+# --------------------------------------------------------------------------------------------
+
+
+class CitationReport(_Model):
+    """The end state of one distinct cited URL."""
+
+    url: str
+    normalized_url: str | None
+    final_url: str | None = None
+    domain: str | None = None
+    status: CitationStatus
+    reason: str
+    http_status: int | None = None
+    redirects: list[str] = Field(default_factory=list)
+    claim_indices: list[int] = Field(default_factory=list)
+    passage: PassageMatch | None = None
+    entailment: EntailmentScore | None = None
+    published: datetime | None = None
+    modified: datetime | None = None
+    text_fragment_url: str | None = None
+    title: str | None = None
+    primary: bool | None = None
+    elapsed_ms: float = 0.0
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.status.outcome
+
+
+AxisName = Literal["validity", "diversity", "freshness", "query"]
+AXES: tuple[AxisName, ...] = ("validity", "diversity", "freshness", "query")
+
+
+class AxisResult(_Model):
+    """One axis of the verdict vector. ``evaluated`` is False when the axis had nothing to judge."""
+
+    name: AxisName
+    passed: bool
+    score: float | None = None
+    evaluated: bool = True
+    gating: bool = True
+    findings: list[Finding] = Field(default_factory=list)
+    offending_urls: list[str] = Field(default_factory=list)  # regenerate without these
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Verdict(_Model):
+    """Four axes, each reported on its own — never one blended score."""
+
+    passed: bool
+    axes: dict[str, AxisResult]
+    citations: list[CitationReport] = Field(default_factory=list)
+    claims: list[Claim] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)  # answer-level (parse) findings
+    offending_urls: frozenset[str] = frozenset()
+    elapsed_ms: float = 0.0
+
+
+class Attempt(_Model):
+    """One synthesis call and the verdict on its answer."""
+
+    number: int  # 1-based
+    answer: str
+    verdict: Verdict
+    excluded_urls: frozenset[str] = frozenset()
+    feedback: str | None = None
+    elapsed_ms: float = 0.0
+    cost: float | None = None
+    error: str | None = None  # the answer function raised
+
+
+class GuardResult(_Model):
+    """A guarded run: the answer the user gets and every attempt that led to it."""
+
+    answer: str
+    passed: bool
+    verdict: Verdict
+    attempts: list[Attempt]
+    outcome: Literal["passed", "failed", "stripped", "reported"] = "passed"
+    message: str = ""
