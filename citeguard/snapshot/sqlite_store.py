@@ -1,0 +1,545 @@
+"""The embedded snapshot store: one SQLite file.
+
+* **WAL mode** with a ``busy_timeout``: readers never block the writer, and writers from many
+  tasks and several processes queue instead of failing. Every write is one ``BEGIN IMMEDIATE``
+  transaction (body + entry together), so a crash never leaves an entry without its body and
+  concurrent writers lose nothing.
+* **Off the event loop**: sqlite3 connections belong to the thread that made them, so the store
+  owns a single-thread executor and one connection living on that thread. Every call (SQL,
+  zlib, sha256, JSON decoding) runs there; the loop only awaits.
+* **Migrations** are named functions applied in order and recorded in ``citeguard_migrations``
+  (the simonw/llm pattern); opening a store applies the missing ones in one transaction.
+* **Errors** are translated where sqlite3 is called: a corrupted or truncated file raises
+  :class:`~citeguard.errors.SnapshotCorrupt` naming the file, a locked or unreadable one
+  :class:`~citeguard.errors.SnapshotError`; no raw ``sqlite3`` exception escapes.
+
+Schema (version 1)::
+
+    versions(id, label, created_at)
+    entries(layer, key, version, data, body_hash, written_at)   PRIMARY KEY (layer, key, version)
+    bodies(hash, size, data)                                    sha256 → zlib(body)
+
+A read is ``... WHERE layer=? AND key=? AND version<=? ORDER BY version DESC LIMIT 1`` on the
+primary key (see :mod:`citeguard.snapshot.base` for the version semantics).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+from citeguard.errors import PolicyError, SnapshotCorrupt, SnapshotError
+from citeguard.models import FetchResult, Page, SearchRecord, Verdict
+from citeguard.snapshot.base import (
+    Entry,
+    Layer,
+    SnapshotStore,
+    VersionInfo,
+    View,
+    body_digest,
+    compress_body,
+    decode_model,
+    decompress_body,
+    entry_key,
+    fetch_from_entry,
+    snapshot_url_key,
+    utcnow,
+)
+
+T = TypeVar("T")
+
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+# --------------------------------------------------------------------------------------------
+# Migrations: named functions, applied in order, recorded in citeguard_migrations
+# --------------------------------------------------------------------------------------------
+
+
+def m001_initial(db: sqlite3.Connection) -> None:
+    db.execute(
+        "CREATE TABLE versions ("
+        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " label TEXT,"
+        " created_at TEXT NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE entries ("
+        " layer TEXT NOT NULL,"
+        " key TEXT NOT NULL,"
+        " version INTEGER NOT NULL,"
+        " data TEXT NOT NULL,"
+        " body_hash TEXT,"
+        " written_at TEXT NOT NULL,"
+        " PRIMARY KEY (layer, key, version))"
+    )
+    db.execute("CREATE INDEX entries_version ON entries (version)")
+    db.execute("CREATE INDEX entries_body ON entries (body_hash) WHERE body_hash IS NOT NULL")
+    db.execute(
+        "CREATE TABLE bodies ( hash TEXT PRIMARY KEY, size INTEGER NOT NULL, data BLOB NOT NULL)"
+    )
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (m001_initial,)
+
+_MIGRATIONS_TABLE = "citeguard_migrations"
+
+
+def migrate(db: sqlite3.Connection, *, where: str = "snapshot store") -> list[str]:
+    """Apply the migrations ``db`` lacks, in one transaction; return the names applied."""
+    with _transaction(db):
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and _MIGRATIONS_TABLE not in tables:
+            raise SnapshotError(
+                f"{where} is an SQLite database but not a citeguard snapshot store "
+                f"(it has tables {sorted(tables)[:5]} and no {_MIGRATIONS_TABLE})"
+            )
+        db.execute(
+            f"CREATE TABLE IF NOT EXISTS {_MIGRATIONS_TABLE} "
+            "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+        done = {r[0] for r in db.execute(f"SELECT name FROM {_MIGRATIONS_TABLE}")}
+        known = {m.__name__ for m in MIGRATIONS}
+        unknown = done - known
+        if unknown:
+            raise SnapshotError(
+                f"{where} was written by a newer citeguard (unknown migrations {sorted(unknown)})"
+            )
+        applied: list[str] = []
+        for m in MIGRATIONS:
+            if m.__name__ in done:
+                continue
+            m(db)
+            db.execute(
+                f"INSERT INTO {_MIGRATIONS_TABLE} (name, applied_at) VALUES (?, ?)",
+                (m.__name__, utcnow().isoformat()),
+            )
+            applied.append(m.__name__)
+        return applied
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection) -> Iterator[None]:
+    # IMMEDIATE takes the write lock up front: two processes that both read-then-write would
+    # otherwise deadlock on the lock upgrade and one would fail with SQLITE_BUSY at once.
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+# --------------------------------------------------------------------------------------------
+# The store
+# --------------------------------------------------------------------------------------------
+
+
+class SQLiteSnapshotStore(SnapshotStore):
+    """A snapshot store in one SQLite file (WAL mode, bodies zlib-compressed and deduplicated).
+
+    ``create=False`` refuses to make a new file (for tools such as the CLI).
+    ``read_only=True`` opens the file immutable (no locks, no ``-wal``/``-shm`` files, so it works
+    from a read-only directory such as an installed package): for snapshots nothing writes to
+    while it is open, e.g. a bundled demo or a committed store replayed in CI. Writes then raise
+    :class:`~citeguard.errors.SnapshotError`.
+    ``version`` pins reads and writes to an existing version instead of the newest.
+    The file is opened lazily, on the first call, on the store's own thread.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        version: int | None = None,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT,
+    ) -> None:
+        if busy_timeout <= 0:
+            raise PolicyError("busy_timeout must be positive")
+        self.path = Path(path)
+        self.read_only = read_only
+        self._create = create and not read_only
+        self._busy_timeout = busy_timeout
+        self._requested_version = version
+        # Only ever touched on the executor's single thread.
+        self._conn: sqlite3.Connection | None = None
+        self._active: int | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citeguard-sqlite")
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SQLiteSnapshotStore({str(self.path)!r})"
+
+    # ---------------------------------------------------------------- plumbing
+
+    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._closed:
+            raise SnapshotError(f"snapshot store {self.path} is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._run, fn)
+
+    def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            return fn(self._connection())
+        except sqlite3.OperationalError as e:
+            # busy / locked / cannot open / read-only / disk full: the file is fine, the access
+            # is not. (SQLITE_CORRUPT and SQLITE_NOTADB are plain DatabaseError, below.)
+            raise SnapshotError(f"snapshot store {self.path}: {e}") from e
+        except sqlite3.DatabaseError as e:
+            self._drop_connection()
+            raise SnapshotCorrupt(
+                f"snapshot store {self.path} is corrupted or truncated ({e}); restore it from "
+                "version control or a backup, or delete it and re-record "
+                "(pytest --citeguard-record=all)"
+            ) from e
+        except sqlite3.Error as e:
+            raise SnapshotError(f"snapshot store {self.path}: {e}") from e
+
+    def _drop_connection(self) -> None:
+        if self._conn is not None:
+            with suppress(sqlite3.Error):
+                self._conn.close()
+            self._conn = None
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        if not self._create and not self.path.exists():
+            raise SnapshotError(f"no snapshot store at {self.path}")
+        if self._create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.read_only:
+            uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+            conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=True)
+        else:
+            conn = sqlite3.connect(
+                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=True
+            )
+        try:
+            if self.read_only:
+                _check_schema(conn, where=f"snapshot store {self.path}")
+            else:
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                # NORMAL in WAL mode: durable across application crashes; only an OS crash can
+                # lose the last transactions, never corrupt the file.
+                conn.execute("PRAGMA synchronous = NORMAL")
+                migrate(conn, where=f"snapshot store {self.path}")
+            if self._requested_version is not None:
+                _require_version(conn, self._requested_version)
+                self._active = self._requested_version
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise SnapshotError(f"snapshot store {self.path} is open read-only")
+
+    def _read_version(self, db: sqlite3.Connection) -> int | None:
+        if self._active is None:
+            self._active = db.execute("SELECT max(id) FROM versions").fetchone()[0]
+        return self._active
+
+    def _write_version(self, db: sqlite3.Connection) -> int:
+        """The version a write goes to; call inside a write transaction."""
+        if self._active is None:
+            newest = db.execute("SELECT max(id) FROM versions").fetchone()[0]
+            if newest is None:
+                newest = _insert_version(db, None)
+            self._active = int(newest)
+        else:
+            _require_version(db, self._active)
+        return self._active
+
+    def _get(
+        self, db: sqlite3.Connection, layer: Layer, key: str
+    ) -> tuple[str, bytes | None] | None:
+        v = self._read_version(db)
+        if v is None:
+            return None
+        row = db.execute(
+            "SELECT e.data, e.body_hash, b.data FROM entries e"
+            " LEFT JOIN bodies b ON b.hash = e.body_hash"
+            " WHERE e.layer = ? AND e.key = ? AND e.version <= ?"
+            " ORDER BY e.version DESC LIMIT 1",
+            (layer, key, v),
+        ).fetchone()
+        if row is None:
+            return None
+        data, body_hash, packed = row
+        if body_hash is None:
+            return data, None
+        where = f"snapshot store {self.path}, {layer} {key}"
+        if packed is None:
+            raise SnapshotCorrupt(f"{where}: body {body_hash[:16]} is missing")
+        return data, decompress_body(packed, body_hash, where)
+
+    def _put(
+        self, db: sqlite3.Connection, layer: Layer, key: str, data: str, body: bytes | None = None
+    ) -> None:
+        self._writable()
+        body_hash = packed = None
+        if body is not None:
+            body_hash = body_digest(body)
+            # Compress outside the write lock, and only bodies not stored yet.
+            if db.execute("SELECT 1 FROM bodies WHERE hash = ?", (body_hash,)).fetchone() is None:
+                packed = compress_body(body)
+        with _transaction(db):
+            v = self._write_version(db)
+            if packed is not None:
+                db.execute(
+                    "INSERT OR IGNORE INTO bodies (hash, size, data) VALUES (?, ?, ?)",
+                    (body_hash, len(body or b""), packed),
+                )
+            elif body_hash is not None:
+                # Checked before the lock: make sure no prune removed it since.
+                hit = db.execute("SELECT 1 FROM bodies WHERE hash = ?", (body_hash,)).fetchone()
+                if hit is None:
+                    db.execute(
+                        "INSERT INTO bodies (hash, size, data) VALUES (?, ?, ?)",
+                        (body_hash, len(body or b""), compress_body(body or b"")),
+                    )
+            db.execute(
+                "INSERT OR REPLACE INTO entries"
+                " (layer, key, version, data, body_hash, written_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (layer, key, v, data, body_hash, utcnow().isoformat()),
+            )
+
+    # ---------------------------------------------------------------- layers
+
+    async def get_search(self, provider: str, query: str) -> SearchRecord | None:
+        key = entry_key(provider, query)
+
+        def op(db: sqlite3.Connection) -> SearchRecord | None:
+            hit = self._get(db, "search", key)
+            return None if hit is None else decode_model(SearchRecord, hit[0], f"search {key}")
+
+        return await self._call(op)
+
+    async def put_search(self, record: SearchRecord) -> None:
+        key = entry_key(record.provider, record.query)
+        data = record.model_dump_json()
+        await self._call(lambda db: self._put(db, "search", key, data))
+
+    async def get_fetch(self, method: str, url: str) -> FetchResult | None:
+        key = entry_key(method.upper(), snapshot_url_key(url))
+
+        def op(db: sqlite3.Connection) -> FetchResult | None:
+            hit = self._get(db, "fetch", key)
+            return None if hit is None else fetch_from_entry(hit[0], hit[1], f"fetch {key}")
+
+        return await self._call(op)
+
+    async def put_fetch(self, result: FetchResult, *, method: str, url: str | None = None) -> None:
+        key = entry_key(method.upper(), snapshot_url_key(url if url is not None else result.url))
+        data = result.model_dump_json()  # body is excluded from JSON; stored by hash instead
+        body = result.body
+        await self._call(lambda db: self._put(db, "fetch", key, data, body))
+
+    async def get_page(self, url: str, extractor_version: str) -> Page | None:
+        key = entry_key(url, extractor_version)
+
+        def op(db: sqlite3.Connection) -> Page | None:
+            hit = self._get(db, "page", key)
+            return None if hit is None else decode_model(Page, hit[0], f"page {key}")
+
+        return await self._call(op)
+
+    async def put_page(self, url: str, extractor_version: str, page: Page) -> None:
+        key = entry_key(url, extractor_version)
+        data = page.model_dump_json()
+        await self._call(lambda db: self._put(db, "page", key, data))
+
+    # ---------------------------------------------------------------- versions and baselines
+
+    async def begin_version(self, label: str | None = None) -> int:
+        def op(db: sqlite3.Connection) -> int:
+            self._writable()
+            with _transaction(db):
+                self._active = _insert_version(db, label)
+            return self._active
+
+        return await self._call(op)
+
+    async def current_version(self) -> int | None:
+        return await self._call(self._read_version)
+
+    async def use_version(self, version: int) -> None:
+        def op(db: sqlite3.Connection) -> None:
+            _require_version(db, version)
+            self._active = version
+
+        await self._call(op)
+
+    async def record_verdict(self, case_id: str, verdict: Verdict) -> None:
+        key = entry_key(case_id)
+        data = verdict.model_dump_json()
+        await self._call(lambda db: self._put(db, "verdict", key, data))
+
+    async def get_verdict(self, case_id: str) -> Verdict | None:
+        key = entry_key(case_id)
+
+        def op(db: sqlite3.Connection) -> Verdict | None:
+            hit = self._get(db, "verdict", key)
+            return None if hit is None else decode_model(Verdict, hit[0], f"verdict {case_id}")
+
+        return await self._call(op)
+
+    async def mark_case(self, case_id: str) -> None:
+        key = entry_key(case_id)
+        await self._call(lambda db: self._put(db, "case", key, "{}"))
+
+    async def has_case(self, case_id: str) -> bool:
+        key = entry_key(case_id)
+        return await self._call(lambda db: self._get(db, "case", key) is not None)
+
+    async def list_versions(self) -> list[VersionInfo]:
+        def op(db: sqlite3.Connection) -> list[VersionInfo]:
+            counts: dict[int, dict[str, int]] = {}
+            for version, layer, n in db.execute(
+                "SELECT version, layer, count(*) FROM entries GROUP BY version, layer"
+            ):
+                counts.setdefault(version, {})[layer] = n
+            out = []
+            for vid, label, created in db.execute(
+                "SELECT id, label, created_at FROM versions ORDER BY id"
+            ):
+                c = counts.get(vid, {})
+                out.append(
+                    VersionInfo(
+                        version=vid,
+                        label=label,
+                        created_at=datetime.fromisoformat(created),
+                        searches=c.get("search", 0),
+                        fetches=c.get("fetch", 0),
+                        pages=c.get("page", 0),
+                        verdicts=c.get("verdict", 0),
+                        cases=c.get("case", 0),
+                    )
+                )
+            return out
+
+        return await self._call(op)
+
+    async def _view(self, layer: Layer, version: int) -> View:
+        def op(db: sqlite3.Connection) -> View:
+            rows = db.execute(
+                "SELECT key, version, data, body_hash FROM ("
+                "  SELECT key, version, data, body_hash, row_number() OVER"
+                "   (PARTITION BY key ORDER BY version DESC) AS rn"
+                "  FROM entries WHERE layer = ? AND version <= ?"
+                ") WHERE rn = 1",
+                (layer, version),
+            )
+            return {k: Entry(k, v, d, h) for k, v, d, h in rows}
+
+        return await self._call(op)
+
+    async def prune(self, keep: int) -> int:
+        if keep < 1:
+            raise PolicyError("prune(keep=...) must keep at least one version")
+
+        def op(db: sqlite3.Connection) -> int:
+            self._writable()
+            with _transaction(db):
+                ids = [r[0] for r in db.execute("SELECT id FROM versions ORDER BY id DESC")]
+                if len(ids) <= keep:
+                    return 0
+                cut = ids[keep - 1]  # the oldest version kept
+                # Entries the oldest kept version still sees through inheritance move up to it;
+                # every other entry older than it is shadowed in all kept versions.
+                db.execute(
+                    "UPDATE entries SET version = :cut WHERE version < :cut AND version = ("
+                    " SELECT max(e2.version) FROM entries e2 WHERE e2.layer = entries.layer"
+                    " AND e2.key = entries.key AND e2.version <= :cut)",
+                    {"cut": cut},
+                )
+                db.execute("DELETE FROM entries WHERE version < ?", (cut,))
+                dropped = db.execute("DELETE FROM versions WHERE id < ?", (cut,)).rowcount
+                db.execute(
+                    "DELETE FROM bodies WHERE hash NOT IN"
+                    " (SELECT body_hash FROM entries WHERE body_hash IS NOT NULL)"
+                )
+                if self._active is not None and self._active < cut:
+                    self._active = None
+                return int(dropped)
+
+        return await self._call(op)
+
+    async def verify(self) -> int:
+        def op(db: sqlite3.Connection) -> int:
+            problems = [r[0] for r in db.execute("PRAGMA quick_check")]
+            if problems != ["ok"]:
+                raise SnapshotCorrupt(
+                    f"snapshot store {self.path} fails its integrity check: {problems[:5]}"
+                )
+            missing = db.execute(
+                "SELECT DISTINCT body_hash FROM entries WHERE body_hash IS NOT NULL"
+                " AND body_hash NOT IN (SELECT hash FROM bodies) LIMIT 5"
+            ).fetchall()
+            if missing:
+                raise SnapshotCorrupt(
+                    f"snapshot store {self.path}: bodies missing: {[m[0][:16] for m in missing]}"
+                )
+            n = 0
+            for body_hash, packed in db.execute("SELECT hash, data FROM bodies"):
+                decompress_body(packed, body_hash, f"snapshot store {self.path}")
+                n += 1
+            return n
+
+        return await self._call(op)
+
+    async def count_bodies(self) -> int:
+        return await self._call(
+            lambda db: int(db.execute("SELECT count(*) FROM bodies").fetchone()[0])
+        )
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._executor, self._drop_connection)
+        finally:
+            self._executor.shutdown(wait=False)
+
+
+def _check_schema(db: sqlite3.Connection, *, where: str) -> None:
+    """Read-only open: the file must be a store with every migration already applied."""
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if _MIGRATIONS_TABLE not in tables:
+        raise SnapshotError(f"{where} is not a citeguard snapshot store")
+    done = {r[0] for r in db.execute(f"SELECT name FROM {_MIGRATIONS_TABLE}")}
+    missing = [m.__name__ for m in MIGRATIONS if m.__name__ not in done]
+    if missing:
+        raise SnapshotError(f"{where} needs migrations {missing}: open it writable once")
+    unknown = done - {m.__name__ for m in MIGRATIONS}
+    if unknown:
+        raise SnapshotError(f"{where} was written by a newer citeguard ({sorted(unknown)})")
+
+
+def _insert_version(db: sqlite3.Connection, label: str | None) -> int:
+    cur = db.execute(
+        "INSERT INTO versions (label, created_at) VALUES (?, ?)", (label, utcnow().isoformat())
+    )
+    assert cur.lastrowid is not None
+    return int(cur.lastrowid)
+
+
+def _require_version(db: sqlite3.Connection, version: int) -> None:
+    if db.execute("SELECT 1 FROM versions WHERE id = ?", (version,)).fetchone() is None:
+        raise SnapshotError(f"no snapshot version {version} (see: citeguard snapshot list)")
