@@ -1,0 +1,910 @@
+"""The source-diversity axis: how many sites an answer leans on, and how many of them are primary.
+
+Three deterministic checks, each a pure function of the question and the citation reports:
+
+* **Domain floor.** The answer must cite at least ``policy.domain_floor[class]`` distinct
+  registrable domains, where the class is the question's kind (lookup 1, comparison 2,
+  synthesis 4 by default). Excluding URLs cannot add a domain, so a shortfall is a finding with
+  ``details["feedback"]`` for the answer function, never an offender.
+* **Per-domain cap.** At most ``policy.per_domain_cap`` citations from one registrable domain;
+  the later ones become ``offending_urls`` (the first ``cap`` are kept). The cap is waived for a
+  domain the question is about: an EU AI Act question may cite eur-lex.europa.eu repeatedly and
+  an Apple question may cite apple.com.
+* **Primary share.** The share of primary citations (laws, filings, papers, standards,
+  government, regulator, investor and press pages, official docs, DOIs and preprints, and the
+  question subject's own site) must reach ``policy.min_primary_share`` for the question's class
+  and each of its topics. By default a regulatory, legal or medical question with no primary
+  source fails however grounded it is.
+
+**Which citations count.** Every distinct cited URL whose status *resolves*
+(``CitationStatus.outcome is Outcome.RESOLVES``: ok, passage missing or altered, not entailed,
+not retrieved). A broken or unverifiable link is the validity axis's finding and an offender
+already; counting it here too would let a dead link satisfy the floor, or fail the floor twice
+for one cause. When no citation resolves the axis is not evaluated (``evaluated=False``).
+
+Speed matters (this runs on every attempt): regexes are compiled once at import, the domain of
+each report is taken from ``CitationReport.domain`` when the validity stage filled it, and
+registrable domains are cached per call, never across calls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+from citeguard.models import AxisResult, CitationReport, Finding, Outcome, Severity
+from citeguard.policy import DiversityPolicy
+from citeguard.web.urls import registrable_domain
+
+__all__ = [
+    "PRIMARY_CATEGORIES",
+    "QuestionClass",
+    "QuestionKind",
+    "SourceKind",
+    "check_diversity",
+    "classify_question",
+    "classify_source",
+]
+
+QuestionKind = Literal["lookup", "comparison", "synthesis"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class QuestionClass(_Model):
+    """What kind of question this is, what it is about, and the cues that decided it."""
+
+    kind: QuestionKind
+    topics: frozenset[str] = frozenset()  # regulatory, legal, medical, financial, scientific, ...
+    about_domains: list[str] = Field(default_factory=list)  # domains and owner names, e.g. apple
+    cues: list[str] = Field(default_factory=list)
+
+    @field_serializer("topics")
+    def _sorted_topics(self, topics: frozenset[str]) -> list[str]:
+        # Sets serialise in hash order, which changes between processes; verdicts must replay.
+        return sorted(topics)
+
+
+class SourceKind(_Model):
+    """Primary or secondary, the category that decided it, and why."""
+
+    primary: bool
+    category: str
+    reason: str
+
+
+# --------------------------------------------------------------------------------------------
+# Question classification
+# --------------------------------------------------------------------------------------------
+
+# Cue tables keyed by lowercase n-grams (n ≤ 4) of the question's word tokens. Dictionary look-ups
+# over a handful of tokens cost a few microseconds where case-insensitive regex alternations
+# cost tens; the axis runs on every attempt.
+_CUES: dict[str, tuple[str, ...]] = {}
+# Word prefixes ("regulat" matches regulation, regulatory, ...), bucketed by their first 4 chars.
+_STEMS: dict[str, list[tuple[str, str]]] = {}
+# Case-sensitive n-grams (acronyms and proper names: "WHO" is not "who").
+_CASED: dict[str, tuple[str, ...]] = {}
+
+
+def _cue(group: str, phrases: str) -> None:
+    for phrase in phrases.split(","):
+        key = " ".join(phrase.split())
+        if not key:
+            continue
+        if key.endswith("*"):
+            stem = key[:-1]
+            _STEMS.setdefault(stem[:4], []).append((stem, group))
+        else:
+            _CUES[key] = (*_CUES.get(key, ()), group)
+
+
+def _cased(group: str, phrases: str) -> None:
+    for phrase in phrases.split(","):
+        key = " ".join(phrase.split())
+        if key:
+            _CASED[key] = (*_CASED.get(key, ()), group)
+
+
+_cue(
+    "comparison",
+    """vs, versus, compare, compared, compares, comparing, comparison, differ, differs,
+    difference between, differences between, different from, better than, worse than,
+    cheaper than, faster than, safer than, more expensive than, which is better, which is best,
+    which is faster, which is cheaper, pros and cons, tradeoff, tradeoffs, trade-off,
+    trade-offs, alternative to, alternatives to, stack up, head to head, side by side""",
+)
+_cue(
+    "synthesis",
+    """overview, summarize, summarise, summary, explain, why, landscape, state of, trend, trends,
+    implications, implication, impact, impacts, effects of, effect of, analyze, analyse, analysis,
+    review of, survey, history of, evolution of, best practices, approaches, strategies,
+    what are the main, what are the key, what are the major, what are the different, risks,
+    challenges, outlook, debate, evidence for, evidence on, evidence about, literature,
+    research on, report on, guide to, consensus, arguments, how does, how do, how did, how can,
+    how should, how to""",
+)
+_cue(
+    "regulatory",
+    """regulat*, complian*, directive, directives, guidance, rulemaking, enforcement, supervisory,
+    obligation, obligations, sanction, sanctions, tariff, tariffs, licensing, licencing,
+    approval, approved, authorisation, authorization, ai act, gdpr, hipaa, ccpa""",
+)
+_cue(
+    "legal",
+    """law, laws, lawful, unlawful, legal, legally, legality, illegal, court, courts, lawsuit,
+    lawsuits, sue, sued, suing, ruling, ruled, statute, statutes, statutory, contract, contracts,
+    liabilit*, liable, copyright, patent, patents, trademark, trademarks, attorney, attorneys,
+    lawyer, lawyers, litigat*, constitution*, precedent, criminal, legislat*, verdict, judgment,
+    judgement, appeal""",
+)
+_cue(
+    "medical",
+    """medic*, drug, drugs, dose, doses, dosage, dosing, treatment, treatments, therap*, symptom,
+    symptoms, disease, diseases, diagnos*, clinical, vaccin*, cancer, diabetes, side effect,
+    side effects, patient, patients, health, surgery, prescri*, pregnan*, virus, viral,
+    infection, infections, covid*, disorder, disorders, syndrome, antibiotic, antibiotics,
+    trial, trials, mg, overdose, contraindicat*""",
+)
+_cue(
+    "financial",
+    """stock, stocks, share price, shares, earnings, revenue, profit, profits, 10-k, 10-q,
+    annual report, filing, filings, dividend, dividends, market cap, market capitalization,
+    valuation, interest rate, interest rates, inflation, bond, bonds, yield, yields, etf, etfs,
+    fund, funds, invest*, ipo, gdp, tax, taxes, crypto*, bitcoin, exchange rate,
+    exchange rates, price, prices, pricing, cost, costs, fiscal, quarterly""",
+)
+_cue(
+    "scientific",
+    """study, studies, research, paper, papers, evidence, experiment, experiments,
+    peer-reviewed, meta-analysis, meta-analyses, physics, chemistry, biology, climate, species,
+    genom*, theorem""",
+)
+_cue(
+    "technical",
+    """api, sdk, version, versions, release, releases, library, framework, protocol, kernel,
+    compiler, software, bug, bugs, install*, deprecat*, changelog, python, javascript, rust,
+    java, linux, kubernetes""",
+)
+_cased(
+    "regulatory",
+    "FDA, SEC, FTC, FCC, EPA, FCA, EMA, ESMA, CNIL, ICO, DSA, DMA, MiCA, NIS2, Act, Regulation, "
+    "Directive",
+)
+_TOPICS = ("regulatory", "legal", "medical", "financial", "scientific", "technical")
+
+# Owners whose documents live on a domain other than their name: the question is "about" these
+# domains, so the per-domain cap is waived for them and their pages count as first-party.
+_OWNER_CUES: tuple[tuple[str, str], ...] = (
+    (
+        "europa.eu",
+        """EU, E.U, European Union, European Commission, European Parliament, European Council,
+        AI Act, GDPR, DSA, DMA, Digital Services Act, Digital Markets Act, MiCA, NIS2, CJEU, EMA,
+        ESMA, EBA, EDPB, ECB""",
+    ),
+    ("fda.gov", "FDA, Food and Drug Administration"),
+    ("sec.gov", "SEC, Securities and Exchange Commission, EDGAR"),
+    ("who.int", "WHO, World Health Organization, World Health Organisation"),
+    ("cdc.gov", "CDC"),
+    ("nih.gov", "NIH, PubMed"),
+    ("irs.gov", "IRS"),
+    ("ftc.gov", "FTC"),
+    ("fcc.gov", "FCC"),
+    ("epa.gov", "EPA"),
+    ("nasa.gov", "NASA"),
+    ("nist.gov", "NIST"),
+    ("federalreserve.gov", "Federal Reserve, Fed"),
+    ("govinfo.gov", "U.S Code, US Code, CFR, Federal Register, Congress"),
+    ("congress.gov", "U.S Code, US Code, Congress"),
+    ("ecfr.gov", "CFR"),
+    ("federalregister.gov", "Federal Register"),
+    ("ietf.org", "IETF, RFC"),
+    ("rfc-editor.org", "IETF, RFC"),
+    ("w3.org", "W3C, WCAG"),
+    ("iso.org", "ISO"),
+    ("legislation.gov.uk", "UK law, UK Parliament, UK government, HMRC"),
+    ("parliament.uk", "UK Parliament"),
+    ("ofcom.org.uk", "Ofcom"),
+    ("un.org", "United Nations, UN"),
+    ("oecd.org", "OECD"),
+    ("imf.org", "IMF"),
+    ("worldbank.org", "World Bank"),
+)
+for _domain, _phrases in _OWNER_CUES:
+    _cased("owner:" + _domain, _phrases)
+
+
+def _wordset(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_WORD_RE = re.compile(r"[a-z0-9][a-z0-9'’.-]*[a-z0-9]|[a-z0-9]")
+_CASED_WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’.-]*[A-Za-z0-9]|[A-Za-z0-9]")
+_DOMAIN_IN_TEXT_RE = re.compile(r"\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b", re.IGNORECASE)
+_MAX_QUESTION_CHARS = 2000
+# A long question usually asks for more than one fact.
+_SYNTHESIS_MIN_WORDS = 28
+_NOT_OWNERS = _wordset(
+    """
+    what which who whom whose when where why how is are was were do does did can could should
+    would will the a an in on of for to and or i my me we our you your please tell give list
+    find show compare explain summarize summarise describe according if as at by from with
+    this that these those there it its about between vs versus latest current most new
+    act law rule guidance regulation directive ceo cfo cto january february march april may
+    june july august september october november december monday tuesday wednesday thursday friday
+    saturday sunday
+    """
+)
+
+
+def _ngrams(tokens: Sequence[str], table: Mapping[str, tuple[str, ...]]) -> list[tuple[str, str]]:
+    """(group, phrase) for every n-gram (n ≤ 4) of ``tokens`` found in ``table``, in order."""
+    hits: list[tuple[str, str]] = []
+    n = len(tokens)
+    for i in range(n):
+        phrase = tokens[i]
+        for j in range(i + 1, min(i + 4, n) + 1):
+            if j > i + 1:
+                phrase = f"{phrase} {tokens[j - 1]}"
+            groups = table.get(phrase)
+            if groups is not None:
+                hits.extend((g, phrase) for g in groups)
+    return hits
+
+
+def classify_question(question: str) -> QuestionClass:
+    """Classify a question by kind (lookup, comparison, synthesis), topics and subject domains.
+
+    Deterministic cue rules; ``cues`` lists the phrases that decided it. ``about_domains`` holds
+    registrable domains the question names or implies (``europa.eu`` for the AI Act) and owner
+    names (``apple`` for "Apple"), matched against a citation's domain label.
+    """
+    question = question[:_MAX_QUESTION_CHARS]  # a question, not a document
+    cased = [
+        t.strip("'’.").removesuffix("'s").removesuffix("’s")
+        for t in _CASED_WORD_RE.findall(question)
+    ]
+    lower = [t.lower() for t in cased]
+    first: dict[str, str] = {}
+    for group, phrase in _ngrams(lower, _CUES):
+        first.setdefault(group, phrase)
+    for token in lower:
+        for stem, group in _STEMS.get(token[:4], ()):
+            if token.startswith(stem) and group not in first:
+                first[group] = token
+    about: dict[str, None] = {}
+    for group, phrase in _ngrams(cased, _CASED):
+        if group.startswith("owner:"):
+            about.setdefault(group[6:], None)
+        else:
+            first.setdefault(group, phrase)
+
+    cues: list[str] = []
+    kind: QuestionKind = "lookup"
+    if "comparison" in first:
+        kind = "comparison"
+        cues.append(f"comparison: {first['comparison']!r}")
+    elif "synthesis" in first:
+        kind = "synthesis"
+        cues.append(f"synthesis: {first['synthesis']!r}")
+    elif len(cased) >= _SYNTHESIS_MIN_WORDS:
+        kind = "synthesis"
+        cues.append(f"synthesis: {len(cased)} words")
+    topics = frozenset(t for t in _TOPICS if t in first)
+    cues.extend(f"{t}: {first[t]!r}" for t in _TOPICS if t in first)
+
+    if "." in question:
+        for dm in _DOMAIN_IN_TEXT_RE.finditer(question):
+            text = dm.group(1).lower()
+            if not text.replace(".", "").isdigit():
+                domain = registrable_domain(text)
+                if domain and "." in domain:
+                    about.setdefault(domain, None)
+    # Capitalised names (Apple, OpenAI, iPhone, Deutsche Bank), lowercased and joined, are the
+    # label of the owner's domain more often than not (apple.com, openai.com, deutschebank.de).
+    run: list[str] = []
+    for token in (*cased, ""):
+        if (
+            token
+            and not token[0].isdigit()
+            and token.lower() not in _NOT_OWNERS
+            and (token[0].isupper() or (len(token) > 1 and token[1].isupper()))
+        ):
+            run.append(token.lower().replace("-", "").replace(".", ""))
+            continue
+        if run:
+            for label in run:
+                if len(label) >= 3:
+                    about.setdefault(label, None)
+            if len(run) > 1:
+                about.setdefault("".join(run), None)
+            run = []
+    return QuestionClass(kind=kind, topics=topics, about_domains=list(about), cues=cues)
+
+
+# --------------------------------------------------------------------------------------------
+# Source classification
+# --------------------------------------------------------------------------------------------
+
+#: Categories that count as primary sources.
+PRIMARY_CATEGORIES = frozenset(
+    {
+        "government",
+        "regulator",
+        "law",
+        "court",
+        "standard",
+        "paper",
+        "preprint",
+        "doi",
+        "filing",
+        "investor_relations",
+        "press_release",
+        "official_docs",
+        "repository",
+        "first_party",
+    }
+)
+
+# Exact hosts and registrable domains → category. Looked up for the host and each parent suffix,
+# longest first, so ``eur-lex.europa.eu`` (law) wins over ``europa.eu`` (government).
+_DOMAIN_CATEGORIES: dict[str, str] = {}
+
+
+def _add(category: str, names: str) -> None:
+    for name in names.split():
+        _DOMAIN_CATEGORIES[name] = category
+
+
+_add(
+    "law",
+    """eur-lex.europa.eu legislation.gov.uk law.cornell.edu congress.gov govinfo.gov
+    federalregister.gov ecfr.gov uscode.house.gov gesetze-im-internet.de legifrance.gouv.fr
+    laws-lois.justice.gc.ca boe.es normattiva.it wetten.overheid.nl legislation.gov.au
+    austlii.edu.au canlii.org bailii.org""",
+)
+_add(
+    "court",
+    """supremecourt.gov curia.europa.eu uscourts.gov courtlistener.com judiciary.uk
+    echr.coe.int hudoc.echr.coe.int""",
+)
+_add(
+    "regulator",
+    """sec.gov fda.gov ftc.gov fcc.gov cftc.gov finra.org fincen.gov federalreserve.gov
+    consumerfinance.gov nhtsa.gov faa.gov osha.gov ema.europa.eu esma.europa.eu eba.europa.eu
+    eiopa.europa.eu edpb.europa.eu edps.europa.eu ecb.europa.eu fca.org.uk ico.org.uk
+    ofcom.org.uk bankofengland.co.uk cma.gov.uk mhra.gov.uk cnil.fr amf-france.org bafin.de
+    bfarm.de bundesnetzagentur.de tga.gov.au asic.gov.au oaic.gov.au""",
+)
+_add(
+    "standard",
+    """iso.org iec.ch ietf.org rfc-editor.org datatracker.ietf.org w3.org whatwg.org etsi.org
+    itu.int standards.ieee.org unicode.org ecma-international.org tc39.es cen.eu cencenelec.eu
+    astm.org ansi.org 3gpp.org khronos.org nist.gov csrc.nist.gov owasp.org openid.net
+    oasis-open.org""",
+)
+_add(
+    "paper",
+    """nature.com science.org sciencedirect.com springer.com link.springer.com wiley.com
+    onlinelibrary.wiley.com dl.acm.org acm.org ieeexplore.ieee.org nejm.org thelancet.com
+    bmj.com jamanetwork.com cell.com plos.org journals.plos.org pnas.org frontiersin.org mdpi.com
+    pubmed.ncbi.nlm.nih.gov ncbi.nlm.nih.gov pmc.ncbi.nlm.nih.gov europepmc.org aclanthology.org
+    openreview.net proceedings.neurips.cc papers.nips.cc proceedings.mlr.press jmlr.org
+    academic.oup.com tandfonline.com journals.sagepub.com jstor.org journals.aps.org
+    iopscience.iop.org pubs.acs.org royalsocietypublishing.org annualreviews.org
+    cochranelibrary.com biomedcentral.com elifesciences.org usenix.org aaai.org ijcai.org
+    cvf.com openaccess.thecvf.com""",
+)
+_add(
+    "preprint",
+    """arxiv.org biorxiv.org medrxiv.org ssrn.com papers.ssrn.com osf.io preprints.org
+    researchsquare.com chemrxiv.org eprint.iacr.org hal.science hal.archives-ouvertes.fr
+    psyarxiv.com""",
+)
+_add("doi", "doi.org dx.doi.org")
+_add(
+    "government",
+    """who.int un.org oecd.org worldbank.org imf.org bis.org europa.eu nih.gov cdc.gov
+    canada.ca data.gov census.gov bls.gov""",
+)
+_add(
+    "press_release",
+    "prnewswire.com businesswire.com globenewswire.com accesswire.com newswire.ca",
+)
+_add("official_docs", "readthedocs.io readthedocs.org docs.rs pkg.go.dev learn.microsoft.com")
+_add(
+    "repository",
+    "github.com gitlab.com codeberg.org bitbucket.org sourceforge.net pypi.org npmjs.com",
+)
+_add(
+    "news",
+    """nytimes.com washingtonpost.com wsj.com ft.com bbc.co.uk bbc.com cnn.com reuters.com
+    apnews.com bloomberg.com theguardian.com guardian.co.uk economist.com cnbc.com forbes.com
+    businessinsider.com insider.com techcrunch.com theverge.com wired.com arstechnica.com
+    engadget.com zdnet.com cnet.com axios.com politico.com politico.eu npr.org nbcnews.com
+    cbsnews.com abcnews.go.com foxnews.com usatoday.com latimes.com time.com theatlantic.com
+    newsweek.com vox.com huffpost.com independent.co.uk telegraph.co.uk dailymail.co.uk
+    lemonde.fr spiegel.de faz.net zeit.de elpais.com aljazeera.com scmp.com nikkei.com
+    asia.nikkei.com venturebeat.com statnews.com fiercebiotech.com fiercepharma.com
+    marketwatch.com barrons.com theregister.com tomshardware.com anandtech.com 9to5mac.com
+    macrumors.com androidauthority.com gizmodo.com mashable.com thenextweb.com
+    technologyreview.com sciencedaily.com phys.org newscientist.com livescience.com
+    scientificamerican.com euronews.com dw.com france24.com lefigaro.fr corriere.it
+    theglobeandmail.com abc.net.au smh.com.au hindustantimes.com timesofindia.indiatimes.com
+    indiatimes.com thehill.com fortune.com fastcompany.com qz.com semafor.com
+    theinformation.com protocol.com infoq.com medpagetoday.com healio.com law360.com
+    reuters.co.uk ap.org upi.com""",
+)
+_add(
+    "blog",
+    """medium.com substack.com wordpress.com blogspot.com blogger.com tumblr.com ghost.io
+    hashnode.dev dev.to hubpages.com wix.com weebly.com typepad.com livejournal.com
+    towardsdatascience.com hackernoon.com seekingalpha.com""",
+)
+_add(
+    "consumer_health",
+    """webmd.com healthline.com verywellhealth.com medicalnewstoday.com everydayhealth.com
+    drugs.com mayoclinic.org clevelandclinic.org health.com""",
+)
+_add(
+    "encyclopedia",
+    """wikipedia.org wikimedia.org wikiwand.com britannica.com fandom.com investopedia.com
+    scholarpedia.org encyclopedia.com wiktionary.org wikidata.org""",
+)
+_add(
+    "aggregator",
+    """news.google.com google.com bing.com duckduckgo.com yahoo.com news.yahoo.com
+    finance.yahoo.com msn.com flipboard.com feedly.com ground.news allsides.com statista.com
+    crunchbase.com zoominfo.com pitchbook.com macrotrends.net tradingeconomics.com
+    worldometers.info investing.com scribd.com slideshare.net coursehero.com studocu.com
+    semanticscholar.org scholar.google.com researchgate.net academia.edu archive.org
+    web.archive.org alltop.com digg.com similarweb.com g2.com capterra.com trustpilot.com
+    yelp.com tripadvisor.com""",
+)
+_add(
+    "forum",
+    """reddit.com old.reddit.com quora.com stackexchange.com stackoverflow.com superuser.com
+    serverfault.com askubuntu.com mathoverflow.net news.ycombinator.com answers.microsoft.com
+    discussions.apple.com community.openai.com discourse.org""",
+)
+_add(
+    "social",
+    """x.com twitter.com facebook.com fb.com instagram.com tiktok.com linkedin.com threads.net
+    mastodon.social bsky.app pinterest.com t.me telegram.org youtube.com youtu.be vimeo.com
+    twitch.tv snapchat.com weibo.com""",
+)
+
+# Government-owned suffixes, matched on the host: .gov, .mil, .int, .gov.uk, gouv.fr,
+# gob.es, govt.nz, go.jp, gc.ca, ...
+_GOV_HOST_RE = re.compile(
+    r"(?:^|\.)(?:gov|mil|int)$|(?:^|\.)(?:gov|gouv|gob|govt|go|gv|gc|gub|govern|government)\.[a-z]{2}$"
+    r"|(?:^|\.)(?:bund|bundesregierung)\.de$|(?:^|\.)admin\.ch$|(?:^|\.)overheid\.nl$"
+    r"|(?:^|\.)government\.nl$|(?:^|\.)europa\.eu$|(?:^|\.)governo\.it$|(?:^|\.)regeringen\.se$"
+)
+_ACADEMIC_HOST_RE = re.compile(r"(?:^|\.)edu$|(?:^|\.)(?:edu|ac)\.[a-z]{2}$")
+
+# Host prefixes.
+_IR_HOST_PREFIXES = ("investor.", "investors.", "ir.")
+_PRESS_HOST_PREFIXES = ("newsroom.", "press.", "pressroom.", "media.", "mediacenter.")
+_DOCS_HOST_PREFIXES = ("docs.", "developer.", "developers.", "dev.", "api.", "documentation.")
+_BLOG_HOST_PREFIXES = ("blog.", "blogs.")
+_FORUM_HOST_PREFIXES = ("forum.", "forums.", "community.", "discuss.", "discourse.", "boards.")
+
+_SEC_FILING_RE = re.compile(r"^/(?:archives/edgar|cgi-bin/browse-edgar|ix\b|edgar/)")
+_DOI_PATH_RE = re.compile(r"/doi/(?:abs/|full/|pdf/|epdf/)?10\.\d{4,9}/")
+_NATURE_NEWS_RE = re.compile(r"^/articles/d\d{5}-")
+_IR_PATH_RE = re.compile(r"/(?:investors?|investor-relations|ir|shareholders?)(?:/|$|\.)")
+_PRESS_PATH_RE = re.compile(
+    r"/(?:press|press-releases?|pressroom|newsroom|news-releases?|media-cent(?:er|re)|"
+    r"media/press|pressreleases|announcements?)(?:/|$|\.)"
+)
+_DOCS_PATH_RE = re.compile(
+    r"/(?:docs?|documentation|reference|manual|api|release-notes|releasenotes|changelog|"
+    r"releases|spec|specification|handbook)(?:/|$|\.)"
+)
+_BLOG_PATH_RE = re.compile(r"/(?:blog|blogs|posts?)(?:/|$)")
+_FORUM_PATH_RE = re.compile(r"/(?:forums?|community|discussions?|questions|threads?|issues)(?:/|$)")
+_REPO_FORUM_PATH_RE = re.compile(r"^/[^/]+/[^/]+/(?:issues|discussions|pull)(?:/|$)")
+_NEWS_PATH_RE = re.compile(r"^/(?:news|opinion)(?:/|$)")
+_PAPER_PATH_RE = re.compile(r"/(?:papers?|publications?|pubs?)/|\.pdf$")
+
+_PRIMARY_TYPES = {
+    "scholarlyarticle": "paper",
+    "medicalscholarlyarticle": "paper",
+    "legislation": "law",
+    "legislationobject": "law",
+    "governmentorganization": "government",
+    "governmentservice": "government",
+    "governmentpermit": "government",
+    "governmentbuilding": "government",
+    "techarticle": "official_docs",
+    "apireference": "official_docs",
+    "dataset": "paper",
+    "thesis": "paper",
+    "patent": "filing",
+    "report": "filing",
+}
+_SECONDARY_TYPES = {
+    "newsarticle": "news",
+    "reportagenewsarticle": "news",
+    "analysisnewsarticle": "news",
+    "opinionnewsarticle": "news",
+    "backgroundnewsarticle": "news",
+    "reviewnewsarticle": "news",
+    "livebloposting": "blog",
+    "liveblogposting": "blog",
+    "blogposting": "blog",
+    "blog": "blog",
+    "socialmediaposting": "social",
+    "discussionforumposting": "forum",
+    "qapage": "forum",
+    "question": "forum",
+    "review": "blog",
+    "videoobject": "social",
+}
+# Domains whose category is authoritative: page types never override them.
+_AUTHORITATIVE = frozenset({"government", "regulator", "law", "court", "standard", "filing"})
+_KNOWN_SECONDARY = frozenset(
+    {"news", "blog", "encyclopedia", "aggregator", "forum", "social", "consumer_health"}
+)
+
+_PRIMARY_TITLE_RE = re.compile(
+    r"\b(?:press\s+release|form\s+10-[kq]|form\s+8-k|annual\s+report|investor\s+relations|"
+    r"regulation\s+\(eu\)|directive\s+\(eu\)|official\s+journal|rfc\s+\d+|"
+    r"release\s+notes|documentation|white\s*paper|proceedings)\b",
+    re.IGNORECASE,
+)
+_SECONDARY_TITLE_RE = re.compile(
+    r"\b(?:opinion|op-ed|blog|newsletter|podcast|reddit|quora|wikipedia)\b", re.IGNORECASE
+)
+
+
+_SIMPLE_URL_RE = re.compile(r"https?://([A-Za-z0-9.-]+)(?::\d+)?(?=[/?#]|$)([^?#]*)", re.ASCII)
+
+
+def _host_and_path(url: str) -> tuple[str, str]:
+    """Lowercase host (less ``www.``) and lowercase path of ``url``; ``("", "")`` if none."""
+    # Normalised http(s) URLs with a plain host are nearly all of them: a regex is several
+    # times cheaper than urlsplit. Anything else (userinfo, IPv6, IDN) takes the full parser.
+    m = _SIMPLE_URL_RE.match(url)
+    if m is not None:
+        host = m.group(1).lower().rstrip(".")
+        return host.removeprefix("www."), m.group(2).lower()
+    try:
+        parts = urlsplit(url.strip())
+        host = (parts.hostname or "").rstrip(".")
+    except ValueError:
+        return "", ""
+    return host.removeprefix("www."), parts.path.lower()
+
+
+def _lookup_domain(host: str) -> tuple[str, str] | None:
+    """The category of ``host`` or its nearest listed parent, with the name that matched."""
+    name = host
+    while True:
+        category = _DOMAIN_CATEGORIES.get(name)
+        if category is not None:
+            return category, name
+        dot = name.find(".")
+        if dot < 0:
+            return None
+        name = name[dot + 1 :]
+
+
+def _classify(
+    host: str, path: str, page_types: Sequence[str], title: str | None
+) -> tuple[bool, str, str]:
+    """The rule engine behind :func:`classify_source`; returns plain tuples to stay cheap."""
+    found = _lookup_domain(host)
+    if found is not None:
+        category, matched = found
+        # Refinements by URL pattern within a known domain.
+        if matched == "sec.gov" and _SEC_FILING_RE.search(path):
+            return True, "filing", "SEC EDGAR filing"
+        if category == "paper" and (
+            _NEWS_PATH_RE.search(path) or (matched == "nature.com" and _NATURE_NEWS_RE.search(path))
+        ):
+            return False, "news", f"news section of journal site {matched}"
+        if category == "repository" and _REPO_FORUM_PATH_RE.search(path):
+            return False, "forum", f"issue or discussion thread on {matched}"
+        if category in _KNOWN_SECONDARY:
+            return False, category, f"{matched} is a {category.replace('_', ' ')} site"
+        if category in _AUTHORITATIVE:
+            return True, category, f"{matched} is a {category} site"
+        typed = _from_types(page_types)
+        if typed is not None and not typed[0]:
+            return typed[0], typed[1], f"{typed[2]} on {matched}"
+        return True, category, f"{matched} is a {category.replace('_', ' ')} site"
+    if _GOV_HOST_RE.search(host):
+        return True, "government", f"{host} is a government domain"
+    # Investor and press pages of companies.
+    if host.startswith(_IR_HOST_PREFIXES) or _IR_PATH_RE.search(path):
+        return True, "investor_relations", "company investor-relations page"
+    if host.startswith(_PRESS_HOST_PREFIXES) or _PRESS_PATH_RE.search(path):
+        return True, "press_release", "company press or newsroom page"
+    if _DOI_PATH_RE.search(path):
+        return True, "paper", "publisher page for a DOI"
+    typed = _from_types(page_types)
+    if typed is not None:
+        return typed
+    if host.startswith(_BLOG_HOST_PREFIXES) or _BLOG_PATH_RE.search(path):
+        return False, "blog", "blog page"
+    if host.startswith(_FORUM_HOST_PREFIXES) or _FORUM_PATH_RE.search(path):
+        return False, "forum", "forum or community page"
+    if host.startswith(_DOCS_HOST_PREFIXES) or _DOCS_PATH_RE.search(path):
+        return True, "official_docs", "official documentation page"
+    if _ACADEMIC_HOST_RE.search(host):
+        if _PAPER_PATH_RE.search(path):
+            return True, "paper", f"paper or publication on academic site {host}"
+        return False, "academic", f"{host} is an academic site (not a publication page)"
+    if title:
+        if _PRIMARY_TITLE_RE.search(title):
+            return True, "official_docs", "title names an official document"
+        if _SECONDARY_TITLE_RE.search(title):
+            return False, "blog", "title marks commentary"
+    return False, "unknown", f"no rule marks {host or 'this URL'} as a primary source"
+
+
+def _from_types(page_types: Sequence[str]) -> tuple[bool, str, str] | None:
+    if not page_types:
+        return None
+    secondary: tuple[bool, str, str] | None = None
+    for raw in page_types:
+        name = raw.rsplit("/", 1)[-1].lower()
+        category = _PRIMARY_TYPES.get(name)
+        if category is not None:
+            return True, category, f"page declares JSON-LD type {raw}"
+        category = _SECONDARY_TYPES.get(name)
+        if category is not None and secondary is None:
+            secondary = (False, category, f"page declares JSON-LD type {raw}")
+    return secondary
+
+
+def classify_source(
+    url: str, *, page_types: Sequence[str] = (), title: str | None = None
+) -> SourceKind:
+    """Classify a cited URL as a primary or secondary source.
+
+    Rules, in order: known domains (with URL-pattern refinements, e.g. SEC EDGAR paths are
+    filings and a journal's ``/news/`` section is news); government suffixes (.gov, .gov.uk,
+    gouv.fr, europa.eu, ...); investor and press pages (``investor.``/``ir.`` hosts,
+    ``/investors/``, ``/press/``, ``/newsroom/`` paths); DOI paths; page signals (JSON-LD
+    types such as ScholarlyArticle or Legislation → primary, NewsArticle or BlogPosting →
+    secondary); blog, forum and documentation patterns; academic hosts; title hints.
+    Anything else is ``unknown`` and secondary.
+    """
+    host, path = _host_and_path(url)
+    primary, category, reason = _classify(host, path, page_types, title)
+    return SourceKind(primary=primary, category=category, reason=reason)
+
+
+# --------------------------------------------------------------------------------------------
+# The axis
+# --------------------------------------------------------------------------------------------
+
+
+def _site_of(host: str) -> str:
+    """The registrable domain of ``host`` (already lowercased, ``www.`` removed)."""
+    if host.count(".") <= 1 and host.isascii():
+        # A one- or two-label ASCII host is its own registrable domain (or is a bare public
+        # suffix or IP-like name, which registrable_domain also returns whole): skip tldextract.
+        return host
+    return registrable_domain(host) or host
+
+
+def _domain_label(domain: str) -> str:
+    # "apple.com" → "apple"; "deutsche-bank.de" → "deutschebank"; an IP stays as is.
+    label = domain.split(".", 1)[0]
+    return label.replace("-", "")
+
+
+def _is_about(domain: str, about: frozenset[str]) -> bool:
+    return domain in about or _domain_label(domain) in about
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def check_diversity(
+    question: str,
+    citations: Sequence[CitationReport],
+    policy: DiversityPolicy,
+    *,
+    qclass: QuestionClass | None = None,
+) -> AxisResult:
+    """Judge the sources of one answer: domain floor, per-domain cap and primary share.
+
+    Counts the distinct cited URLs that resolve (see the module docstring). Over-cap
+    citations are ``offending_urls``; a floor or primary shortfall, which exclusion cannot fix,
+    is a finding whose ``details["feedback"]`` tells the answer function what to add.
+    ``score`` is the lowest of the three sub-scores in 0..1.
+    """
+    if not policy.enabled:
+        return AxisResult(
+            name="diversity", passed=True, evaluated=False, details={"reason": "disabled"}
+        )
+    qc = qclass if qclass is not None else classify_question(question)
+    klass = policy.question_class or qc.kind
+    about = frozenset(qc.about_domains)
+
+    # One pass over the reports: domain, primary flag, category.
+    domains_cache: dict[str, str] = {}
+    counted: list[tuple[str, str, bool, str]] = []  # (url, domain, primary, category)
+    for report in citations:
+        if report.status.outcome is not Outcome.RESOLVES:
+            continue
+        url = report.final_url or report.normalized_url or report.url
+        host, path = _host_and_path(url)
+        domain = report.domain
+        if not domain:
+            domain = domains_cache.get(host)
+            if domain is None:
+                domain = _site_of(host)
+                domains_cache[host] = domain
+        primary, category, _ = _classify(host, path, (), report.title)
+        if report.primary is not None and report.primary != primary:
+            # Set upstream from page signals (JSON-LD types) this function cannot see.
+            primary, category = report.primary, "page_signals"
+        if not primary and _is_about(domain, about):
+            # The subject's own site speaks for the subject: apple.com on an Apple question.
+            primary, category = True, "first_party"
+        counted.append((url, domain, primary, category))
+
+    base_details: dict[str, object] = {
+        "question_class": klass,
+        "kind": qc.kind,
+        "topics": sorted(qc.topics),
+        "cues": qc.cues,
+    }
+    if not counted:
+        return AxisResult(
+            name="diversity",
+            passed=True,
+            evaluated=False,
+            details={**base_details, "reason": "no cited URL resolved; nothing to judge"},
+        )
+
+    findings: list[Finding] = []
+    offending: list[str] = []
+    per_domain: dict[str, list[str]] = {}
+    for url, domain, _, _ in counted:
+        per_domain.setdefault(domain, []).append(url)
+    n_domains = len(per_domain)
+    n = len(counted)
+
+    # 1. Domain floor.
+    floor = policy.domain_floor.get(klass, 1)
+    domain_score = min(1.0, n_domains / floor) if floor > 0 else 1.0
+    if n_domains < floor:
+        names = ", ".join(per_domain)
+        message = (
+            f"only {_plural(n_domains, 'distinct domain')} ({names}); "
+            f"a {klass} question needs at least {floor}"
+        )
+        findings.append(
+            Finding(
+                code="diversity.domain_floor",
+                message=message,
+                axis="diversity",
+                details={
+                    "distinct_domains": n_domains,
+                    "floor": floor,
+                    "feedback": (
+                        f"Cite sources from at least {floor} different websites; the answer "
+                        f"currently relies on {names} only. Excluding URLs cannot fix this: add "
+                        "independent sources."
+                    ),
+                },
+            )
+        )
+
+    # 2. Per-domain cap, waived for the domains the question is about.
+    cap = policy.per_domain_cap
+    exempt: list[str] = []
+    worst_excess = 0
+    for domain, urls in per_domain.items():
+        if len(urls) <= cap:
+            continue
+        if _is_about(domain, about):
+            exempt.append(domain)
+            continue
+        extra = urls[cap:]
+        worst_excess = max(worst_excess, len(extra))
+        offending.extend(extra)
+        findings.append(
+            Finding(
+                code="diversity.per_domain_cap",
+                message=(
+                    f"{len(urls)} citations from {domain} exceed the cap of {cap}; "
+                    f"cite other sites instead of {_plural(len(extra), 'extra URL')} from it"
+                ),
+                axis="diversity",
+                details={"domain": domain, "count": len(urls), "cap": cap, "over_cap": extra},
+            )
+        )
+    cap_score = (
+        1.0 - sum(max(0, len(u) - cap) for d, u in per_domain.items() if d not in exempt) / n
+    )
+
+    # 3. Primary share per class and topic.
+    n_primary = sum(1 for c in counted if c[2])
+    share = n_primary / n
+    required = 0.0
+    required_by = ""
+    for key in (klass, *sorted(qc.topics)):
+        want = policy.min_primary_share.get(key)
+        if want is not None and want > required:
+            required, required_by = want, key
+    primary_score = min(1.0, share / required) if required > 0 else 1.0
+    if share < required:
+        what = (
+            f"no primary sources among {_plural(n, 'citation')}"
+            if n_primary == 0
+            else f"only {n_primary} of {n} citations are primary sources ({share:.0%})"
+        )
+        findings.append(
+            Finding(
+                code="diversity.primary_share",
+                message=(
+                    f"{what}; a {required_by} question needs at least {required:.0%} primary "
+                    "sources (laws, regulator or government pages, filings, papers, standards, "
+                    "official announcements)"
+                ),
+                axis="diversity",
+                details={
+                    "primary": n_primary,
+                    "citations": n,
+                    "share": share,
+                    "required": required,
+                    "required_by": required_by,
+                    "feedback": (
+                        f"Cite primary sources for this {required_by} question: the law or "
+                        "regulation text, the regulator's or government's own pages, filings, "
+                        "papers or official announcements, not only news, blogs or "
+                        "encyclopaedias."
+                    ),
+                },
+            )
+        )
+    if exempt:
+        findings.append(
+            Finding(
+                code="diversity.cap_waived",
+                message=(
+                    f"per-domain cap waived for {', '.join(exempt)}: the question is about "
+                    "its owner"
+                ),
+                severity=Severity.INFO,
+                axis="diversity",
+                details={"domains": exempt},
+            )
+        )
+
+    passed = not any(f.severity is Severity.ERROR for f in findings)
+    return AxisResult(
+        name="diversity",
+        passed=passed,
+        score=round(min(domain_score, cap_score, primary_score), 4),
+        findings=findings,
+        offending_urls=offending,
+        details={
+            **base_details,
+            "distinct_domains": n_domains,
+            "domain_floor": floor,
+            "per_domain_cap": cap,
+            "domains": {d: len(u) for d, u in per_domain.items()},
+            "cap_waived": exempt,
+            "primary_share": round(share, 4),
+            "min_primary_share": required,
+            "sources": {
+                url: {"domain": d, "primary": p, "category": c} for url, d, p, c in counted
+            },
+        },
+    )
