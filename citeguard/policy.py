@@ -20,7 +20,7 @@ DEFAULT_ANSWER_DEADLINE = 20.0
 DEFAULT_MAX_REDIRECTS = 10
 DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024
 DEFAULT_MAX_DECOMPRESSED_BYTES = 20 * 1024 * 1024
-DEFAULT_GLOBAL_CONCURRENCY = 128
+DEFAULT_GLOBAL_CONCURRENCY = 256
 DEFAULT_PER_HOST_CONCURRENCY = 16
 DEFAULT_RETRIES = 2
 DEFAULT_RETRY_BACKOFF = 0.25
@@ -51,6 +51,9 @@ class FetchPolicy(_Section):
     positive_ttl: float = Field(DEFAULT_POSITIVE_TTL, ge=0)
     negative_ttl: float = Field(DEFAULT_NEGATIVE_TTL, ge=0)
     allow_private_addresses: bool = False
+    # Host names whose private/loopback addresses are trusted even when allow_private_addresses
+    # is False (e.g. an intranet docs site). Every other host, and every redirect hop, is checked.
+    allowed_private_hosts: frozenset[str] = frozenset()
     allowed_schemes: frozenset[str] = frozenset({"http", "https"})
     user_agent: str = DEFAULT_USER_AGENT
     dns_cache_ttl: int = 300
@@ -78,7 +81,11 @@ class EntailmentPolicy(_Section):
     support_threshold: float = Field(0.5, ge=0, le=1)
     contradiction_threshold: float = Field(0.5, ge=0, le=1)
     window_chars: int = Field(1200, gt=0)
+    max_windows: int = Field(4, gt=0)  # evidence windows scored per pair (best lexical first)
     batch_size: int = Field(32, gt=0)
+    judge_retries: int = Field(2, ge=0)  # extra attempts on 429/5xx/connection/garbage
+    judge_backoff: float = Field(0.5, ge=0)  # first retry wait, doubled each retry
+    judge_concurrency: int = Field(8, gt=0)  # judge requests in flight per score() call
     min_supported_share: float = Field(0.0, ge=0, le=1)  # share of claims that must be supported
     fail_unsupported: bool = True  # a claim whose citations are all unsupported fails validity
 

@@ -1,0 +1,1155 @@
+"""The fetcher: every cited URL of an answer, concurrently, safely, with one outcome each.
+
+One :class:`Fetcher` owns one aiohttp ``ClientSession`` (created lazily inside the running loop)
+and answers :meth:`Fetcher.fetch` / :meth:`Fetcher.fetch_all` with :class:`FetchResult` values.
+Web outcomes are never raised: a 404, a timeout or a blocked address is a ``CitationStatus``.
+
+How one URL is fetched:
+
+1. The URL is normalised (:func:`citeguard.web.urls.normalize_url`); a malformed URL or a blocked
+   scheme ends here.
+2. A per-Fetcher TTL cache and in-flight de-duplication answer repeats (the same URL cited twice is
+   fetched once).
+3. At every hop the fetcher resolves the host itself through its :class:`Resolver`, refuses
+   loopback/private/link-local/metadata addresses (unless the policy allows them), and hands the
+   checked addresses to aiohttp through a pinned connector resolver, so the connection goes to the
+   address that was checked (no DNS-rebinding gap). Host header and SNI keep the original name.
+4. ``want_body=False`` sends HEAD first and falls back to GET when HEAD is refused;
+   ``want_body=True`` sends one GET whose body serves every later check.
+5. Redirects are followed by hand: a hop to another registrable domain fails without being
+   fetched, as do loops, too many hops and hops to blocked schemes or addresses.
+6. Transient failures (reset, 429, 502, 503, 504) are retried by tenacity with exponential backoff,
+   honouring ``Retry-After`` up to ``policy.retry_after_cap`` and never past the deadline.
+7. Bodies are streamed under a raw-size cap and a decompressed-size cap (decompression is done here,
+   incrementally, so a gzip bomb never grows memory past the cap).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import functools
+import ipaddress
+import socket
+import ssl
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.cookies import SimpleCookie
+from types import TracebackType
+from typing import Any, Literal, Protocol, Self, runtime_checkable
+from urllib.parse import urljoin
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from tenacity import AsyncRetrying, RetryCallState, retry_if_result
+from yarl import URL
+
+from citeguard.models import CitationStatus, FetchResult, Outcome
+from citeguard.policy import FetchPolicy
+from citeguard.web.urls import (
+    UrlProblem,
+    blocked_address_reason,
+    host_of,
+    normalize_url,
+    parse_ip_literal,
+    registrable_domain,
+    same_site,
+)
+
+__all__ = ["Fetcher", "Resolver", "StaticResolver", "SystemResolver"]
+
+_REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+_TRANSIENT_CODES = frozenset({429, 502, 503, 504})
+# A refused HEAD is retried as GET only for these errors; a timeout or TLS failure would repeat.
+_HEAD_FALLBACK_ERRORS = frozenset({CitationStatus.CONNECTION_ERROR})
+# Bodies of non-2xx / redirect responses are drained (so the connection can be reused) only when
+# they are this small; bigger ones are dropped with their connection.
+_DRAIN_LIMIT = 64 * 1024
+_CHUNK = 64 * 1024
+_SMALL_BODY = 256 * 1024  # announced bodies up to this size are read in one call
+_DNS_CACHE_SIZE = 4096
+_GRACE = 0.05  # seconds a waiter gives a fetch to report its own timeout
+# Response headers that are not worth keeping in a result (privacy, size).
+_DROP_HEADERS = frozenset({"set-cookie"})
+# Headers that bot-mitigation services put on their challenge pages.
+_BOT_WALL_HEADERS: tuple[tuple[str, str | None], ...] = (
+    ("cf-mitigated", None),  # Cloudflare managed challenge
+    ("x-amzn-waf-action", "captcha"),  # AWS WAF CAPTCHA / challenge
+    ("x-amzn-waf-action", "challenge"),
+)
+
+try:  # brotli is optional; without it we do not advertise "br" at all
+    import brotli as _brotli  # type: ignore[import-not-found, unused-ignore]
+except ImportError:  # pragma: no cover - depends on the environment
+    _brotli = None
+
+_ACCEPT_ENCODING = "gzip, deflate, br" if _brotli is not None else "gzip, deflate"
+_ACCEPT = "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,*/*;q=0.5"
+
+
+# --------------------------------------------------------------------------------------------
+# Resolvers
+# --------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Resolver(Protocol):
+    """Maps a host name to IP address strings; raises ``socket.gaierror`` (OSError) on NXDOMAIN.
+
+    An entry may also be ``"ADDR:PORT"`` / ``"[V6]:PORT"`` to connect to another port (see
+    :class:`StaticResolver`).
+    """
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        """Return the IP addresses of ``host`` (as strings), or raise OSError."""
+        ...
+
+
+def _split_address(entry: str) -> tuple[str, int | None]:
+    """``"1.2.3.4"``, ``"1.2.3.4:8080"``, ``"::1"`` or ``"[::1]:8080"`` → (address, port or None).
+
+    Raises ValueError when the address part is not an IP address or the port is invalid.
+    """
+    text = entry.strip()
+    port: str | None = None
+    if text.startswith("["):
+        addr, _, rest = text[1:].partition("]")
+        if rest:
+            if not rest.startswith(":"):
+                raise ValueError(f"{entry!r} is not ADDR or ADDR:PORT")
+            port = rest[1:]
+    elif text.count(":") == 1:
+        addr, port = text.split(":")
+    else:
+        addr = text
+    ip = parse_ip_literal(addr) if addr else None
+    if ip is None or (ip.version == 4 and addr.count(".") != 3):
+        raise ValueError(f"{entry!r} is not an IP address (ADDR or ADDR:PORT)")
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        raise ValueError(f"{entry!r} has an invalid port")
+    return str(ip), (int(port) if port is not None else None)
+
+
+def _join_address(addr: str, port: int | None) -> str:
+    if port is None:
+        return addr
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+class StaticResolver:
+    """A fixed host → address map, like ``curl --resolve``.
+
+    ``StaticResolver({"news.example.com": "127.0.0.1"})`` sends ``news.example.com`` to 127.0.0.1
+    while the registrable-domain and address-safety logic still see the real name. An address may
+    carry a port (``"127.0.0.1:8080"``, ``"[::1]:8080"``): connections then go to that port
+    whatever the URL says (like ``curl --connect-to``), so ``http://news.example.com/`` can be
+    served by a local test server. Unmapped hosts go to ``fallback`` or fail as NXDOMAIN.
+    """
+
+    def __init__(
+        self, mapping: Mapping[str, str | Sequence[str]], fallback: Resolver | None = None
+    ) -> None:
+        table: dict[str, list[str]] = {}
+        for host, addresses in mapping.items():
+            entries = [addresses] if isinstance(addresses, str) else list(addresses)
+            if not entries:
+                raise ValueError(f"StaticResolver: no address for {host!r}")
+            try:
+                parsed = [_split_address(a) for a in entries]
+            except ValueError as exc:
+                raise ValueError(f"StaticResolver: {host!r}: {exc}") from None
+            table[host.strip().lower().rstrip(".")] = [_join_address(a, p) for a, p in parsed]
+        self._table = table
+        self._fallback = fallback
+
+    @property
+    def hosts(self) -> frozenset[str]:
+        """The host names this resolver maps."""
+        return frozenset(self._table)
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        """Return the mapped addresses, else ask the fallback, else raise NXDOMAIN."""
+        addrs = self._table.get(host.lower().rstrip("."))
+        if addrs is not None:
+            return list(addrs)
+        if self._fallback is not None:
+            return await self._fallback.resolve(host, port)
+        raise socket.gaierror(socket.EAI_NONAME, f"{host}: name not known (not in StaticResolver)")
+
+
+class SystemResolver:
+    """The system's DNS (aiohttp's default resolver: aiodns when installed, else getaddrinfo in a
+    thread), with a TTL cache and concurrent look-ups of one host merged into one."""
+
+    def __init__(self, *, ttl: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._inner: AbstractResolver | None = None
+        self._cache: dict[str, tuple[float, list[str]]] = {}
+        self._pending: dict[str, asyncio.Task[list[str]]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def resolve(self, host: str, port: int) -> list[str]:
+        """Return the addresses of ``host``; raises OSError (``socket.gaierror``) when unknown."""
+        key = host.lower()
+        hit = self._cache.get(key)
+        if hit is not None and hit[0] > self._clock():
+            return list(hit[1])
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:  # the inner resolver and pending look-ups are loop-bound
+            self._inner = None
+            self._pending.clear()
+            self._loop = loop
+        pending = self._pending.get(key)
+        if pending is not None:
+            return list(await asyncio.shield(pending))
+        task = loop.create_task(self._lookup(host, port))
+        # Retrieve the outcome even when every waiter was cancelled (no "never retrieved" noise).
+        task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
+        self._pending[key] = task
+        return list(await asyncio.shield(task))
+
+    async def _lookup(self, host: str, port: int) -> list[str]:
+        try:
+            if self._inner is None:
+                self._inner = aiohttp.DefaultResolver()
+            infos = await self._inner.resolve(host, port, family=socket.AF_UNSPEC)
+            addrs = list(dict.fromkeys(info["host"] for info in infos))
+            if not addrs:
+                raise socket.gaierror(socket.EAI_NONAME, f"{host}: no addresses")
+            if len(self._cache) >= _DNS_CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))  # oldest first: dicts keep order
+            self._cache[host.lower()] = (self._clock() + self._ttl, addrs)
+            return addrs
+        finally:
+            self._pending.pop(host.lower(), None)
+
+    async def aclose(self) -> None:
+        """Release the underlying resolver."""
+        if self._inner is not None:
+            await self._inner.close()
+            self._inner = None
+
+
+class _BlockedAddress(OSError):
+    """Raised inside the connector when a host resolves to a refused address."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _PinnedResolver(AbstractResolver):
+    """The resolver aiohttp's connector uses: it returns only addresses the fetcher checked."""
+
+    def __init__(self, fetcher: Fetcher) -> None:
+        self._fetcher = fetcher
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        addrs = await self._fetcher._checked_addresses(host, port)
+        out: list[ResolveResult] = []
+        for a, override in addrs:
+            fam = socket.AF_INET6 if ":" in a else socket.AF_INET
+            out.append(
+                ResolveResult(
+                    hostname=host,
+                    host=a,
+                    port=override if override is not None else port,
+                    family=fam,
+                    proto=0,
+                    flags=socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
+                )
+            )
+        return out
+
+    async def close(self) -> None:
+        return None
+
+
+# --------------------------------------------------------------------------------------------
+# Bodies
+# --------------------------------------------------------------------------------------------
+
+
+class _TooLarge(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class _Decoder:
+    """Incremental Content-Encoding decoder whose output never exceeds ``limit`` bytes in total."""
+
+    def __init__(self, encoding: str, limit: int) -> None:
+        self.encoding = encoding
+        self.limit = limit
+        self.total = 0
+        self._raw_deflate_tried = False
+        self._zlib: Any = None
+        self._brotli: Any = None
+        if encoding in ("gzip", "x-gzip"):
+            self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
+        elif encoding == "br" and _brotli is not None:
+            self._brotli = _brotli.Decompressor()
+        elif encoding not in ("", "identity"):
+            raise _Unsupported(f"content-encoding {encoding!r} is not supported")
+
+    def _count(self, data: bytes) -> bytes:
+        self.total += len(data)
+        if self.total > self.limit:
+            raise _TooLarge(
+                f"decompressed body exceeds {self.limit} bytes ({self.encoding} bomb or huge page)"
+            )
+        return data
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self._zlib is None and self._brotli is None:
+            return self._count(chunk)
+        if self._brotli is not None:
+            # brotli offers no output limit on every version; bound the input instead.
+            return self._count(self._brotli.process(chunk))
+        out: list[bytes] = []
+        data = chunk
+        while data:
+            room = self.limit - self.total + 1
+            try:
+                piece = self._zlib.decompress(data, room)
+            except zlib.error:
+                if self.encoding == "deflate" and not self._raw_deflate_tried and not self.total:
+                    # Many servers send raw DEFLATE under "deflate"; retry without the header.
+                    self._raw_deflate_tried = True
+                    self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                    continue
+                raise
+            out.append(self._count(piece))
+            data = self._zlib.unconsumed_tail
+            if self._zlib.eof:
+                rest = self._zlib.unused_data
+                if rest and self.encoding in ("gzip", "x-gzip"):
+                    self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)  # next gzip member
+                    data = rest
+                else:
+                    break
+        return b"".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# One hop
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Hop:
+    """The outcome of one HTTP request (one attempt at one hop)."""
+
+    status: CitationStatus | None  # None: a redirect to follow
+    reason: str
+    method: Literal["HEAD", "GET", "NONE"] = "NONE"
+    http_status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str | None = None
+    location: str | None = None
+    body: bytes | None = None
+    truncated: bool = False
+    transient: bool = False
+    retry_after: float | None = None
+    cookies: dict[str, str] = field(default_factory=dict)
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _bot_wall(code: int, headers: Mapping[str, str]) -> str | None:
+    if code == 999:
+        return "HTTP 999: the site refuses automated clients (bot wall)"
+    if code in (403, 429, 503):
+        for name, value in _BOT_WALL_HEADERS:
+            got = headers.get(name)
+            if got is not None and (value is None or got.strip().lower() == value):
+                return f"HTTP {code} with {name}: {got}: a bot-mitigation challenge"
+    return None
+
+
+def _classify(code: int, phrase: str, headers: Mapping[str, str]) -> tuple[CitationStatus, str]:
+    label = f"HTTP {code} {phrase}".strip()
+    wall = _bot_wall(code, headers)
+    if wall is not None:
+        return CitationStatus.BOT_WALL, wall
+    if 200 <= code < 300:
+        return CitationStatus.OK, label
+    if code == 404:
+        return CitationStatus.NOT_FOUND, f"{label}: the page does not exist"
+    if code == 410:
+        return CitationStatus.GONE, f"{label}: the page was removed"
+    if code == 429:
+        return CitationStatus.RATE_LIMITED, f"{label}: the site is rate-limiting requests"
+    if 300 <= code < 400:
+        return CitationStatus.HTTP_ERROR, f"{label} without a usable Location header"
+    return CitationStatus.HTTP_ERROR, label
+
+
+def _error_hop(exc: BaseException, method: Literal["HEAD", "GET"]) -> _Hop:
+    """Translate a client-side exception into a hop outcome (the one place aiohttp errors map)."""
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        inner = exc.os_error
+        if isinstance(inner, _BlockedAddress):
+            return _Hop(CitationStatus.BLOCKED_ADDRESS, inner.reason, method)
+        return _Hop(CitationStatus.UNREACHABLE, f"DNS lookup failed: {inner}", method)
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return _Hop(CitationStatus.TLS_ERROR, f"TLS certificate error: {exc.certificate_error}")
+    if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError) or isinstance(
+        getattr(exc, "os_error", None), ssl.SSLError
+    ):
+        return _Hop(CitationStatus.TLS_ERROR, f"TLS error: {exc}", method)
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return _Hop(CitationStatus.TIMEOUT, f"timed out: {exc}", method)
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        inner = exc.os_error
+        if isinstance(inner, ConnectionResetError):
+            return _Hop(CitationStatus.CONNECTION_ERROR, f"connection reset: {exc}", transient=True)
+        return _Hop(CitationStatus.UNREACHABLE, f"cannot connect: {exc.strerror or exc}", method)
+    if isinstance(
+        exc,
+        aiohttp.ServerDisconnectedError
+        | aiohttp.ClientPayloadError
+        | aiohttp.ClientOSError
+        | ConnectionResetError,
+    ):
+        return _Hop(
+            CitationStatus.CONNECTION_ERROR,
+            f"connection dropped: {type(exc).__name__}: {exc}",
+            method,
+            transient=True,
+        )
+    if isinstance(exc, aiohttp.InvalidURL | ValueError):
+        return _Hop(CitationStatus.MALFORMED_URL, f"invalid URL: {exc}", method)
+    if isinstance(exc, aiohttp.ClientResponseError):
+        return _Hop(CitationStatus.CONNECTION_ERROR, f"invalid HTTP response: {exc.message}")
+    return _Hop(CitationStatus.CONNECTION_ERROR, f"{type(exc).__name__}: {exc}", method)
+
+
+# --------------------------------------------------------------------------------------------
+# Fetcher
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _CacheEntry:
+    result: FetchResult
+    expires: float
+    size: int
+
+
+@dataclass
+class _InFlight:
+    task: asyncio.Task[FetchResult]
+    waiters: int = 0
+
+
+_Started = tuple[str, _InFlight]  # (normalised URL, the fetch in flight for it)
+
+
+class _HostSlot:
+    """One host's semaphore and how many requests hold it or wait for it."""
+
+    __slots__ = ("sem", "users")
+
+    def __init__(self, limit: int) -> None:
+        self.sem = asyncio.Semaphore(limit)
+        self.users = 0
+
+
+class _Slots:
+    """Global and per-host request limits. Per-host semaphores disappear when unused.
+
+    Plain acquire/release methods rather than an async context manager: this runs once per
+    request, and generator-based context managers cost more than the rest of it.
+    """
+
+    def __init__(self, global_limit: int, host_limit: int) -> None:
+        self._global = asyncio.Semaphore(global_limit)
+        self._host_limit = host_limit
+        self._hosts: dict[str, _HostSlot] = {}
+
+    async def acquire(self, host: str) -> _HostSlot:
+        slot = self._hosts.get(host)
+        if slot is None:
+            slot = self._hosts[host] = _HostSlot(self._host_limit)
+        slot.users += 1
+        try:
+            # Per-host first, so a request waiting for a busy host holds no global slot.
+            await slot.sem.acquire()
+            try:
+                await self._global.acquire()
+            except BaseException:
+                slot.sem.release()
+                raise
+        except BaseException:
+            self._drop(host, slot)
+            raise
+        return slot
+
+    def release(self, host: str, slot: _HostSlot) -> None:
+        self._global.release()
+        slot.sem.release()
+        self._drop(host, slot)
+
+    def _drop(self, host: str, slot: _HostSlot) -> None:
+        slot.users -= 1
+        if slot.users == 0 and self._hosts.get(host) is slot:
+            del self._hosts[host]
+
+
+class Fetcher:
+    """Fetches cited URLs under a :class:`FetchPolicy`; see the module docstring.
+
+    Args:
+        policy: limits and switches (default ``FetchPolicy()``).
+        resolver: host → addresses (default :class:`SystemResolver`); e.g. a
+            :class:`StaticResolver` to point names at a local server.
+        sleep: how to wait between retries (tests record waits instead of sleeping).
+        clock: monotonic clock for budgets, elapsed times and cache expiry.
+        cache_size: most results kept in the per-Fetcher cache (LRU).
+        cache_bytes: most body bytes kept in the cache (LRU).
+
+    Use ``async with Fetcher(...) as f`` or call :meth:`aclose`. One Fetcher belongs to one event
+    loop (its session is created in the first loop that uses it).
+    """
+
+    def __init__(
+        self,
+        policy: FetchPolicy | None = None,
+        *,
+        resolver: Resolver | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        cache_size: int = 1024,
+        cache_bytes: int = 64 * 1024 * 1024,
+    ) -> None:
+        self.policy = policy if policy is not None else FetchPolicy()
+        self._owns_resolver = resolver is None
+        self.resolver: Resolver = (
+            resolver if resolver is not None else SystemResolver(ttl=self.policy.dns_cache_ttl)
+        )
+        self._sleep = sleep
+        self._clock = clock
+        self._cache_size = cache_size
+        self._cache_bytes = cache_bytes
+        self._cache: OrderedDict[str, _CacheEntry] = OrderedDict()
+        self._cached_bytes = 0
+        self._inflight: dict[tuple[str, bool], _InFlight] = {}
+        self._session: aiohttp.ClientSession | None = None
+        self._slots: _Slots | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._private_hosts = frozenset(h.lower() for h in self.policy.allowed_private_hosts)
+        self._closed = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Cancel unfinished fetches and close the session (and the resolver it created)."""
+        self._closed = True
+        tasks = [f.task for f in self._inflight.values()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._inflight.clear()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+        if self._owns_resolver and isinstance(self.resolver, SystemResolver):
+            await self.resolver.aclose()
+
+    def _ensure_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._loop is not None and self._loop is not loop:
+            # Used from another event loop (e.g. a second asyncio.run): the session, semaphores
+            # and fetches in flight belong to a loop that may be gone; start afresh in this one.
+            self._session = None
+            self._slots = None
+            self._inflight.clear()
+        self._loop = loop
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        self._ensure_loop()
+        if self._session is None or self._session.closed:
+            p = self.policy
+            connector = aiohttp.TCPConnector(
+                resolver=_PinnedResolver(self),
+                # The fetcher's resolver caches; the connector must ask the pinned resolver for
+                # every new connection so each one goes to a checked address.
+                use_dns_cache=False,
+                limit=p.global_concurrency,
+                limit_per_host=p.per_host_concurrency,
+                enable_cleanup_closed=False,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(
+                    total=None, connect=p.connect_timeout, sock_connect=p.connect_timeout
+                ),
+                auto_decompress=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                headers={
+                    "User-Agent": p.user_agent,
+                    "Accept": _ACCEPT,
+                    "Accept-Encoding": _ACCEPT_ENCODING,
+                },
+                trust_env=False,
+                max_field_size=32 * 1024,
+                max_line_size=32 * 1024,
+            )
+            self._slots = _Slots(p.global_concurrency, p.per_host_concurrency)
+        return self._session
+
+    # ---- public API ------------------------------------------------------------------------
+
+    async def fetch(self, url: str, *, want_body: bool = True) -> FetchResult:
+        """Fetch one URL within ``policy.url_timeout``; never raises for web outcomes."""
+        end = self._clock() + self.policy.url_timeout
+        started = self._start(url, want_body, end)
+        if isinstance(started, FetchResult):
+            return started
+        started[1].waiters += 1
+        return (await self._collect([started], end))[0]
+
+    async def fetch_all(
+        self,
+        urls: Sequence[str],
+        *,
+        want_body: bool = True,
+        deadline: float | None = None,
+    ) -> dict[str, FetchResult]:
+        """Fetch every distinct URL at once, all within one deadline.
+
+        Args:
+            urls: URLs as cited; duplicates (also after normalisation) are fetched once.
+            want_body: GET with the body (True) or HEAD with GET fallback (False).
+            deadline: seconds from now for the whole answer (default ``policy.answer_deadline``).
+                URLs unfinished then end as ``TIMEOUT``.
+
+        Returns:
+            A result for every input URL, keyed by the URL exactly as given.
+        """
+        budget = self.policy.answer_deadline if deadline is None else deadline
+        end = self._clock() + max(0.0, budget)
+        out: dict[str, FetchResult] = {}
+        waiting: list[tuple[str, _Started]] = []
+        for url in dict.fromkeys(urls):
+            started = self._start(url, want_body, end)
+            if isinstance(started, FetchResult):
+                out[url] = started
+            else:
+                started[1].waiters += 1
+                waiting.append((url, started))
+        results = await self._collect([s for _u, s in waiting], end)
+        for (url, _s), result in zip(waiting, results, strict=True):
+            out[url] = result
+        return {url: out[url] for url in dict.fromkeys(urls)}
+
+    # ---- cache and de-duplication ---------------------------------------------------------
+
+    def _cache_get(self, url: str, want_body: bool) -> FetchResult | None:
+        entry = self._cache.get(url)
+        if entry is None:
+            return None
+        if entry.expires <= self._clock():
+            self._cache_drop(url)
+            return None
+        result = entry.result
+        if want_body and result.status is CitationStatus.OK and result.body is None:
+            return None  # a HEAD-only success cannot serve a caller that needs the body
+        self._cache.move_to_end(url)
+        return result.model_copy(update={"from_cache": True})
+
+    def _cache_drop(self, url: str) -> None:
+        entry = self._cache.pop(url, None)
+        if entry is not None:
+            self._cached_bytes -= entry.size
+
+    def _cache_put(self, result: FetchResult) -> None:
+        outcome = result.status.outcome
+        if result.status is CitationStatus.OK:
+            ttl = self.policy.positive_ttl
+        elif outcome is Outcome.BROKEN:
+            ttl = self.policy.negative_ttl
+        else:
+            return  # unverifiable (timeouts, bot walls, ...) is never cached
+        if result.http_status in _TRANSIENT_CODES and result.status is not CitationStatus.OK:
+            return  # a 502/503/504 that outlived its retries is transient too
+        if ttl <= 0 or self._cache_size <= 0:
+            return
+        size = len(result.body) if result.body is not None else 0
+        if size > self._cache_bytes:
+            return
+        old = self._cache.get(result.url)
+        if old is not None and old.result.body is not None and result.body is None:
+            return  # keep the entry that can serve body-wanting callers too
+        self._cache_drop(result.url)
+        self._cache[result.url] = _CacheEntry(result, self._clock() + ttl, size)
+        self._cached_bytes += size
+        while self._cache and (
+            len(self._cache) > self._cache_size or self._cached_bytes > self._cache_bytes
+        ):
+            oldest = next(iter(self._cache))
+            self._cache_drop(oldest)
+
+    def _start(self, url: str, want_body: bool, end: float | None = None) -> FetchResult | _Started:
+        """Normalise ``url``; answer from the cache, or join / start the fetch in flight."""
+        try:
+            norm = normalize_url(url, allowed_schemes=self.policy.allowed_schemes)
+        except UrlProblem as problem:
+            return FetchResult(url=url, status=problem.status, reason=problem.reason)
+        if self._closed:
+            return FetchResult(
+                url=norm, status=CitationStatus.CONNECTION_ERROR, reason="fetcher is closed"
+            )
+        self._ensure_loop()
+        cached = self._cache_get(norm, want_body)
+        if cached is not None:
+            return cached
+        flight = self._inflight.get((norm, True)) if not want_body else None
+        if flight is None:
+            flight = self._inflight.get((norm, want_body))
+        if flight is None:
+            # Per-URL budget: url_timeout, cut short by the answer deadline.
+            until = self._clock() + self.policy.url_timeout
+            if end is not None:
+                until = min(until, end)
+            task = asyncio.get_running_loop().create_task(self._fetch_task(norm, want_body, until))
+            flight = _InFlight(task)
+            key = (norm, want_body)
+            self._inflight[key] = flight
+            task.add_done_callback(functools.partial(self._finish, key))
+        return norm, flight
+
+    async def _collect(self, started: list[_Started], end: float) -> list[FetchResult]:
+        """Wait (once, for all of them) until ``end`` for flights whose waiters were counted."""
+        remaining = end - self._clock()
+        pending = {flight.task for _norm, flight in started if not flight.task.done()}
+        try:
+            if pending:
+                # Each task stops itself at its own deadline; the grace lets its (more precise)
+                # TIMEOUT result through, and this wait is only a safety net.
+                await asyncio.wait(pending, timeout=max(0.0, remaining) + _GRACE)
+        finally:
+            for _norm, flight in started:
+                flight.waiters -= 1
+        results: list[FetchResult] = []
+        for norm, flight in started:
+            task = flight.task
+            if task.done():
+                if task.cancelled():
+                    results.append(
+                        FetchResult(
+                            url=norm,
+                            status=CitationStatus.CONNECTION_ERROR,
+                            reason="fetch was cancelled",
+                        )
+                    )
+                else:
+                    results.append(task.result())
+                continue
+            if flight.waiters == 0:
+                task.cancel()
+                for key, value in list(self._inflight.items()):
+                    if value is flight:  # later callers must start afresh, not join a dying task
+                        del self._inflight[key]
+            results.append(
+                FetchResult(
+                    url=norm,
+                    status=CitationStatus.TIMEOUT,
+                    reason=f"the answer deadline passed before {host_of(norm)} answered",
+                    elapsed_ms=max(0.0, remaining) * 1000,
+                )
+            )
+        return results
+
+    def _finish(self, key: tuple[str, bool], task: asyncio.Task[FetchResult]) -> None:
+        if self._inflight.get(key) is not None and self._inflight[key].task is task:
+            del self._inflight[key]
+        if task.cancelled() or task.exception() is not None:
+            return
+        self._cache_put(task.result())
+
+    async def _fetch_task(self, url: str, want_body: bool, end: float) -> FetchResult:
+        start = self._clock()
+        state = _Progress(url=url, clock=self._clock, start=start)
+        try:
+            remaining = end - start
+            if remaining <= 0:
+                raise TimeoutError
+            async with asyncio.timeout(remaining):
+                result = await self._follow(url, want_body, end, state)
+        except TimeoutError:
+            result = state.result(
+                CitationStatus.TIMEOUT,
+                f"no complete answer within {max(0.0, end - start):.1f} s",
+            )
+        except Exception as exc:  # never raise for a web outcome, whatever the server did
+            result = state.result(
+                CitationStatus.CONNECTION_ERROR, f"unexpected error: {type(exc).__name__}: {exc}"
+            )
+        return result
+
+    # ---- address safety -------------------------------------------------------------------
+
+    def _address_allowed(self, host: str) -> bool:
+        return self.policy.allow_private_addresses or host.lower() in self._private_hosts
+
+    async def _checked_addresses(self, host: str, port: int) -> list[tuple[str, int | None]]:
+        """Resolve ``host`` and check every address; raises OSError (incl. _BlockedAddress).
+
+        Returns (address, port override or None) pairs: exactly what the connector may use.
+        """
+        bare = host.strip("[]").rstrip(".")
+        ip = parse_ip_literal(bare)
+        if ip is not None:  # an IP literal: nothing to resolve, one address to check
+            why = None if self._address_allowed(bare) else blocked_address_reason(ip)
+            if why is not None:
+                raise _BlockedAddress(why)
+            return [(str(ip), None)]
+        entries = await self.resolver.resolve(bare, port)
+        if not entries:
+            raise socket.gaierror(socket.EAI_NONAME, f"{host}: no addresses")
+        out: list[tuple[str, int | None]] = []
+        allowed = self._address_allowed(bare)
+        for entry in entries:
+            try:
+                addr, override = _split_address(entry)
+            except ValueError:
+                raise _BlockedAddress(f"{host} resolved to {entry!r}, not an IP address") from None
+            why = None if allowed else blocked_address_reason(ipaddress.ip_address(addr))
+            if why is not None:
+                raise _BlockedAddress(f"{host} resolves to {addr}; {why}")
+            out.append((addr, override))
+        return out
+
+    async def _address_problem(self, u: URL) -> tuple[CitationStatus, str] | None:
+        host = u.raw_host or ""
+        try:
+            await self._checked_addresses(host, u.port or 0)
+        except _BlockedAddress as exc:
+            return CitationStatus.BLOCKED_ADDRESS, f"refused to connect: {exc.reason}"
+        except OSError as exc:
+            return CitationStatus.UNREACHABLE, f"DNS lookup for {host} failed: {exc}"
+        return None
+
+    # ---- redirects -------------------------------------------------------------------------
+
+    async def _follow(self, url: str, want_body: bool, end: float, st: _Progress) -> FetchResult:
+        seen: dict[str, int] = {url: 1}
+        current = url
+        cookies: dict[str, str] = {}
+        while True:
+            st.final_url = current
+            target_url = URL(current, encoded=True)
+            problem = await self._address_problem(target_url)
+            if problem is not None:
+                return st.result(*problem)
+            hop = await self._hop_with_retries(target_url, want_body, end, cookies, st)
+            st.absorb(hop)
+            cookies.update(hop.cookies)
+            if hop.status is not None:
+                return st.result(hop.status, hop.reason, body=hop.body, truncated=hop.truncated)
+            assert hop.location is not None
+            target_raw = urljoin(current, hop.location)
+            try:
+                target = normalize_url(target_raw, allowed_schemes=self.policy.allowed_schemes)
+            except UrlProblem as p:
+                st.redirects.append(target_raw)
+                return st.result(p.status, f"redirect to {target_raw!r} refused: {p.reason}")
+            st.redirects.append(target)
+            st.final_url = target
+            if not same_site(url, target):
+                return st.result(
+                    CitationStatus.CROSS_DOMAIN_REDIRECT,
+                    f"redirects from {registrable_domain(url)} to another site "
+                    f"({registrable_domain(target)}); not followed",
+                )
+            visits = seen.get(target, 0)
+            # A site may redirect to itself once to set a cookie; anything more is a loop.
+            if visits and not (hop.cookies and visits < 2):
+                return st.result(
+                    CitationStatus.REDIRECT_LOOP, f"redirect loop: {target} was already visited"
+                )
+            if len(st.redirects) > self.policy.max_redirects:
+                return st.result(
+                    CitationStatus.TOO_MANY_REDIRECTS,
+                    f"more than {self.policy.max_redirects} redirects",
+                )
+            seen[target] = visits + 1
+            current = target
+
+    # ---- retries ---------------------------------------------------------------------------
+
+    async def _hop_with_retries(
+        self, url: URL, want_body: bool, end: float, cookies: dict[str, str], st: _Progress
+    ) -> _Hop:
+        policy = self.policy
+        use_head = not want_body
+        note: list[str] = []
+        attempts = 0
+
+        async def attempt() -> _Hop:
+            nonlocal use_head, attempts
+            attempts += 1
+            if use_head:
+                hop = await self._request(url, "HEAD", want_body, cookies)
+                refused = hop.http_status is not None and not (
+                    200 <= hop.http_status < 300 or hop.status is None
+                )
+                if not refused and hop.status not in _HEAD_FALLBACK_ERRORS:
+                    return hop
+                # Some servers refuse or mishandle HEAD: ask again with GET.
+                use_head = False
+                if hop.transient:
+                    return hop  # the retry loop waits (Retry-After, backoff) before the GET
+            return await self._request(url, "GET", want_body, cookies)
+
+        def wait(rs: RetryCallState) -> float:
+            hop: _Hop = rs.outcome.result()  # type: ignore[union-attr]
+            if hop.retry_after is not None:
+                return hop.retry_after
+            return float(policy.retry_backoff * (2 ** (rs.attempt_number - 1)))
+
+        def stop(rs: RetryCallState) -> bool:
+            if rs.attempt_number > policy.retries:
+                return True
+            hop: _Hop = rs.outcome.result()  # type: ignore[union-attr]
+            delay = rs.upcoming_sleep
+            if hop.retry_after is not None and hop.retry_after > policy.retry_after_cap:
+                note.append(
+                    f"server asked to retry after {hop.retry_after:.0f} s, "
+                    f"more than the {policy.retry_after_cap:g} s cap"
+                )
+                return True
+            if self._clock() + delay >= end:
+                note.append(f"a retry in {delay:.2f} s would pass the deadline")
+                return True
+            return False
+
+        def give_up(rs: RetryCallState) -> _Hop:
+            return rs.outcome.result()  # type: ignore[union-attr,no-any-return]
+
+        # Fast path: most hops succeed or fail for good at once, and building a retry loop per
+        # hop costs more than the request itself on a fast network. The first outcome is
+        # handed to tenacity as its attempt 1 when it is transient.
+        hop = await attempt()
+        if hop.transient and policy.retries > 0:
+            first: list[_Hop] = [hop]
+
+            async def replay_then_attempt() -> _Hop:
+                return first.pop() if first else await attempt()
+
+            retrying = AsyncRetrying(
+                sleep=self._sleep,
+                stop=stop,
+                wait=wait,
+                retry=retry_if_result(lambda h: bool(h.transient)),
+                retry_error_callback=give_up,
+            )
+            hop = await retrying(replay_then_attempt)
+        st.attempts = attempts
+        if hop.transient and hop.status is not None:
+            tried = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+            hop.reason = f"{hop.reason} ({tried}{'; ' + note[-1] if note else ''})"
+        return hop
+
+    # ---- one request -----------------------------------------------------------------------
+
+    async def _request(
+        self, u: URL, method: Literal["HEAD", "GET"], want_body: bool, cookies: dict[str, str]
+    ) -> _Hop:
+        session = self._get_session()
+        headers: dict[str, str] = {}
+        if cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+        assert self._slots is not None
+        host = f"{u.raw_host}:{u.port}"
+        slot = await self._slots.acquire(host)
+        try:
+            async with session.request(method, u, headers=headers, allow_redirects=False) as resp:
+                return await self._read_response(resp, method, want_body)
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            return _error_hop(exc, method)
+        finally:
+            self._slots.release(host, slot)
+
+    async def _read_response(
+        self, resp: aiohttp.ClientResponse, method: Literal["HEAD", "GET"], want_body: bool
+    ) -> _Hop:
+        code = resp.status
+        raw_headers = resp.headers
+        headers: dict[str, str] = {}
+        for name, value in raw_headers.items():
+            key = name.lower()
+            if key in _DROP_HEADERS:
+                continue
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+        cookies: dict[str, str] = {}
+        if "Set-Cookie" in raw_headers:
+            jar: SimpleCookie = SimpleCookie()
+            for line in raw_headers.getall("Set-Cookie"):
+                with contextlib.suppress(Exception):
+                    jar.load(line)
+            cookies = {k: m.value for k, m in jar.items()}
+        hop = _Hop(
+            status=None,
+            reason="",
+            method=method,
+            http_status=code,
+            headers=headers,
+            content_type=headers.get("content-type"),
+            cookies=cookies,
+        )
+        location = raw_headers.get("Location")
+        if code in _REDIRECT_CODES and location:
+            hop.location = location
+            hop.reason = f"HTTP {code} redirect"
+            await self._drain(resp)
+            return hop
+        hop.status, hop.reason = _classify(code, resp.reason or "", headers)
+        if code in _TRANSIENT_CODES and hop.status is not CitationStatus.BOT_WALL:
+            hop.transient = True
+            hop.retry_after = _parse_retry_after(raw_headers.get("Retry-After"))
+        if method == "GET" and want_body and hop.status is CitationStatus.OK:
+            await self._read_body(resp, hop)
+        else:
+            await self._drain(resp)
+        return hop
+
+    async def _drain(self, resp: aiohttp.ClientResponse) -> None:
+        """Read a small leftover body so the connection can go back to the pool."""
+        length = resp.content_length
+        if resp.method == "HEAD" or (length is not None and length <= _DRAIN_LIMIT):
+            with contextlib.suppress(aiohttp.ClientError, OSError):
+                await resp.read()
+
+    async def _read_body(self, resp: aiohttp.ClientResponse, hop: _Hop) -> None:
+        p = self.policy
+        length = resp.content_length
+        if length is not None and length > p.max_body_bytes:
+            hop.status = CitationStatus.TOO_LARGE
+            hop.reason = f"body of {length} bytes exceeds the {p.max_body_bytes}-byte cap"
+            hop.truncated = True
+            return
+        encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+        try:
+            decoder = _Decoder(encoding, p.max_decompressed_bytes)
+        except _Unsupported as exc:
+            hop.status = CitationStatus.UNSUPPORTED_TYPE
+            hop.reason = str(exc)
+            return
+        chunks: list[bytes] = []
+        raw = 0
+        try:
+            if length is not None and length <= _SMALL_BODY:
+                # Small and announced: one read (the parser stops at Content-Length), then
+                # decode with the same decompressed-size cap.
+                hop.body = decoder.feed(await resp.read())
+                return
+            async for chunk in resp.content.iter_chunked(_CHUNK):
+                raw += len(chunk)
+                if raw > p.max_body_bytes:
+                    raise _TooLarge(f"body exceeds the {p.max_body_bytes}-byte cap")
+                out = decoder.feed(chunk)
+                if out:
+                    chunks.append(out)
+        except _TooLarge as exc:
+            # Stop reading now; leaving the block closes the connection instead of draining it.
+            hop.status = CitationStatus.TOO_LARGE
+            hop.reason = exc.reason
+            hop.truncated = True
+            resp.close()
+            return
+        except zlib.error as exc:
+            hop.status = CitationStatus.CONNECTION_ERROR
+            hop.reason = f"corrupt {encoding} body: {exc}"
+            return
+        hop.body = b"".join(chunks)
+
+
+@dataclass
+class _Progress:
+    """What one URL's fetch has learned so far (for the result, whatever ends it)."""
+
+    url: str
+    clock: Callable[[], float]
+    start: float
+    final_url: str | None = None
+    redirects: list[str] = field(default_factory=list)
+    method: Literal["HEAD", "GET", "NONE"] = "NONE"
+    http_status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str | None = None
+    attempts: int = 1
+
+    def absorb(self, hop: _Hop) -> None:
+        self.method = hop.method
+        if hop.http_status is not None:
+            self.http_status = hop.http_status
+            self.headers = hop.headers
+            self.content_type = hop.content_type
+
+    def result(
+        self,
+        status: CitationStatus,
+        reason: str,
+        *,
+        body: bytes | None = None,
+        truncated: bool = False,
+    ) -> FetchResult:
+        return FetchResult(
+            url=self.url,
+            final_url=self.final_url,
+            status=status,
+            reason=reason,
+            http_status=self.http_status,
+            method=self.method,
+            redirects=list(self.redirects),
+            headers=dict(self.headers),
+            content_type=self.content_type,
+            body=body,
+            truncated=truncated,
+            attempts=self.attempts,
+            elapsed_ms=(self.clock() - self.start) * 1000,
+            fetched_at=datetime.now(UTC),
+        )

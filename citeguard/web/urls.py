@@ -1,0 +1,449 @@
+"""URL handling: normalisation, registrable domains and address safety.
+
+Everything here is pure and synchronous (sub-millisecond per URL), so it is safe to call on the
+event loop.
+
+* :func:`normalize_url` turns a cited URL into the one canonical form citeguard fetches, caches and
+  reports (scheme/host case, default ports, IDNA, percent-encoding, dot segments; the fragment is
+  kept aside by :func:`split_fragment`). Malformed URLs and schemes outside the allow-list raise
+  :class:`UrlProblem`, which callers turn into a ``CitationStatus``.
+* :func:`registrable_domain` and :func:`same_site` decide whether a redirect leaves the cited site.
+  They use tldextract's bundled public-suffix snapshot only: nothing is downloaded at run time.
+* :func:`parse_ip_literal` and :func:`blocked_address_reason` implement the address-safety rules
+  (loopback, private, link-local, metadata, ... including the odd IPv4 spellings browsers accept).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import ipaddress
+import re
+import socket
+from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+import idna
+import tldextract
+
+from citeguard.models import CitationStatus
+
+__all__ = [
+    "DEFAULT_ALLOWED_SCHEMES",
+    "IPAddress",
+    "UrlProblem",
+    "blocked_address_reason",
+    "host_of",
+    "normalize_url",
+    "parse_ip_literal",
+    "registrable_domain",
+    "same_site",
+    "split_fragment",
+]
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+DEFAULT_ALLOWED_SCHEMES: frozenset[str] = frozenset({"http", "https"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+# RFC 3986 character classes. Unreserved characters are decoded when percent-encoded; everything
+# outside the "allowed" set of a component is percent-encoded (as UTF-8).
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_SUB_DELIMS = "!$&'()*+,;="
+_PATH_SAFE = frozenset(_UNRESERVED | set(_SUB_DELIMS) | set(":@/"))
+_QUERY_SAFE = frozenset(_PATH_SAFE | set("?"))
+_USERINFO_SAFE = frozenset(_UNRESERVED | set(_SUB_DELIMS) | set(":"))
+_HEX = frozenset("0123456789abcdefABCDEF")
+# Anything that _normalize_component could change: "%" (escapes) and characters outside the set.
+_PATH_UNSAFE_RE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/]")
+_QUERY_UNSAFE_RE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?]")
+
+_SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*$")
+_HOST_LABEL_RE = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
+# A host name needing no IDNA, IP or number handling: ASCII labels, the last starting with a
+# letter (so it cannot be an IPv4 number in any spelling).
+_PLAIN_HOST_RE = re.compile(
+    r"(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.)*"
+    r"[A-Za-z](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+)
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_DOTTED_QUAD_RE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
+_CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class UrlProblem(Exception):
+    """A URL citeguard refuses to fetch: malformed, or a scheme outside the allow-list."""
+
+    def __init__(self, status: CitationStatus, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def _malformed(reason: str) -> UrlProblem:
+    return UrlProblem(CitationStatus.MALFORMED_URL, reason)
+
+
+# --------------------------------------------------------------------------------------------
+# Normalisation
+# --------------------------------------------------------------------------------------------
+
+
+def split_fragment(url: str) -> tuple[str, str | None]:
+    """Split ``url`` into the part before ``#`` and the fragment (``None`` when there is none)."""
+    base, sep, fragment = url.partition("#")
+    return base, (fragment if sep else None)
+
+
+def _normalize_component(text: str, safe: frozenset[str]) -> str:
+    """Percent-encoding normalisation of one URL component.
+
+    Escapes of unreserved characters are decoded, the others get uppercase hex, a ``%`` that starts
+    no valid escape becomes ``%25``, and characters outside ``safe`` (spaces, non-ASCII, ...) are
+    encoded as UTF-8.
+    """
+    if safe is _PATH_SAFE and not _PATH_UNSAFE_RE.search(text):
+        return text  # nothing to encode or decode: the common case, in C
+    if safe is _QUERY_SAFE and not _QUERY_UNSAFE_RE.search(text):
+        return text
+    out: list[str] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "%":
+            if i + 2 < n and text[i + 1] in _HEX and text[i + 2] in _HEX:
+                decoded = chr(int(text[i + 1 : i + 3], 16))
+                out.append(decoded if decoded in _UNRESERVED else "%" + text[i + 1 : i + 3].upper())
+                i += 3
+                continue
+            out.append("%25")
+        elif ch in safe:
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogatepass"))
+        i += 1
+    return "".join(out)
+
+
+def _remove_dot_segments(path: str) -> str:
+    """RFC 3986 section 5.2.4, so ``/a/./b/../c`` and ``/a/c`` are the same citation."""
+    if "." not in path:
+        return path
+    segments = path.split("/")
+    out: list[str] = []
+    for seg in segments[1:] if path.startswith("/") else segments:
+        if seg == ".":
+            continue
+        if seg == "..":
+            if out:
+                out.pop()
+            continue
+        out.append(seg)
+    if segments[-1] in (".", ".."):
+        out.append("")
+    result = "/".join(out)
+    return "/" + result if path.startswith("/") else result
+
+
+def _normalize_host(raw_host: str) -> str:
+    """Lowercase + IDNA-encode a host name, or canonicalise an IP literal. Raises UrlProblem."""
+    host = raw_host
+    if not host:
+        raise _malformed("URL has no host")
+    if len(host) <= 253 and _PLAIN_HOST_RE.fullmatch(host):
+        return host.lower()  # fast path: an ASCII name whose last label is not numeric
+    if _DOTTED_QUAD_RE.fullmatch(host):
+        return host  # fast path: already a canonical IPv4 address
+    if host.startswith("["):
+        if not host.endswith("]"):
+            raise _malformed(f"unterminated IPv6 literal in host {raw_host!r}")
+        try:
+            ip6 = ipaddress.IPv6Address(host[1:-1])
+        except ValueError as exc:
+            raise _malformed(f"invalid IPv6 literal {raw_host!r}") from exc
+        return f"[{ip6.compressed}]"
+    if any(c.isspace() for c in host) or any(c in host for c in "%<>\\^`{|}\"'"):
+        raise _malformed(f"invalid character in host {raw_host!r}")
+    if host.endswith("."):
+        # ``example.com.`` (fully qualified) and ``example.com`` name the same host.
+        host = host[:-1]
+    ip = parse_ip_literal(host)
+    if ip is not None:
+        return f"[{ip.compressed}]" if ip.version == 6 else str(ip)
+    if _ends_in_number(host):
+        raise _malformed(f"host {raw_host!r} looks like an IPv4 address but is not a valid one")
+    if host.isascii():
+        ascii_host = host.lower()
+    else:
+        try:
+            ascii_host = idna.encode(host, uts46=True).decode("ascii")
+        except (idna.IDNAError, UnicodeError) as exc:
+            raise _malformed(f"host {raw_host!r} is not a valid internationalised name") from exc
+    labels = ascii_host.split(".")
+    if len(ascii_host) > 253 or not all(_HOST_LABEL_RE.match(label) for label in labels):
+        raise _malformed(f"invalid host name {raw_host!r}")
+    return ascii_host
+
+
+def _ends_in_number(host: str) -> bool:
+    """WHATWG: a host whose last label is numeric must parse as IPv4 or the URL is invalid."""
+    last = host.rsplit(".", 1)[-1]
+    if not last:
+        return False
+    if last.isdigit():
+        return True
+    return last[:2].lower() == "0x" and all(c in _HEX for c in last[2:])
+
+
+def normalize_url(url: str, *, allowed_schemes: frozenset[str] = DEFAULT_ALLOWED_SCHEMES) -> str:
+    """Return the canonical form of ``url`` (without its fragment).
+
+    Scheme and host are lowercased, default ports dropped, the host IDNA-encoded (IPv4 literals
+    in integer/octal/hex/short form become dotted quads, IPv6 literals are compressed),
+    percent-encoding normalised, dot segments removed, an empty path becomes ``/`` and an empty
+    query is dropped.
+
+    Raises:
+        UrlProblem: ``BLOCKED_SCHEME`` for a scheme outside ``allowed_schemes`` (``javascript:``,
+            ``data:``, ``file:``, ``mailto:``, ``ftp:``, ...); ``MALFORMED_URL`` when the URL has no
+            scheme or host, a bad port, an invalid host, or control characters.
+    """
+    if not isinstance(url, str):
+        raise _malformed(f"URL must be a string, not {type(url).__name__}")
+    text = url.strip()
+    if not text:
+        raise _malformed("empty URL")
+    if _CONTROL_RE.search(text):
+        raise _malformed("URL contains control characters")
+    scheme, colon, rest = text.partition(":")
+    if not colon or not _SCHEME_RE.match(scheme):
+        raise _malformed(f"URL {url!r} has no scheme")
+    scheme = scheme.lower()
+    if scheme not in allowed_schemes:
+        allowed = ", ".join(sorted(allowed_schemes))
+        raise UrlProblem(
+            CitationStatus.BLOCKED_SCHEME,
+            f"scheme {scheme!r} is not allowed (allowed: {allowed})",
+        )
+    if not rest.startswith("//"):
+        raise _malformed(f"URL {url!r} has no host (expected {scheme}://host/...)")
+    base, _fragment = split_fragment(text)
+    try:
+        parts = urlsplit(base)
+    except ValueError as exc:
+        raise _malformed(f"cannot parse URL {url!r}: {exc}") from exc
+    netloc = parts.netloc
+    userinfo, at, hostport = netloc.rpartition("@")
+    if not at:
+        userinfo = ""
+    raw_host, port_text = _split_host_port(hostport)
+    host = _normalize_host(raw_host)
+    port: int | None = None
+    if port_text is not None and port_text != "":
+        if not port_text.isdigit() or int(port_text) > 65535:
+            raise _malformed(f"invalid port {port_text!r} in URL {url!r}")
+        port = int(port_text)
+        if port == 0:
+            raise _malformed(f"invalid port 0 in URL {url!r}")
+    if port is not None and _DEFAULT_PORTS.get(scheme) == port:
+        port = None
+    new_netloc = host if port is None else f"{host}:{port}"
+    if at:
+        new_netloc = _normalize_component(userinfo, _USERINFO_SAFE) + "@" + new_netloc
+    path = _remove_dot_segments(_normalize_component(parts.path, _PATH_SAFE)) or "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    query = _normalize_component(parts.query, _QUERY_SAFE)
+    return urlunsplit(SplitResult(scheme, new_netloc, path, query, ""))
+
+
+def _split_host_port(hostport: str) -> tuple[str, str | None]:
+    if hostport.startswith("["):
+        end = hostport.find("]")
+        if end == -1:
+            return hostport, None
+        host, after = hostport[: end + 1], hostport[end + 1 :]
+        if not after:
+            return host, None
+        if not after.startswith(":"):
+            raise _malformed(f"unexpected text after IPv6 literal in {hostport!r}")
+        return host, after[1:]
+    host, colon, port = hostport.rpartition(":")
+    if not colon:
+        return hostport, None
+    return host, port
+
+
+# --------------------------------------------------------------------------------------------
+# Sites
+# --------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _extractor() -> tldextract.TLDExtract:
+    # Bundled snapshot only: no suffix-list download, no cache directory written at run time.
+    # Private suffixes (github.io, blogspot.com, ...) count, so two users' pages on one hosting
+    # platform are two sites.
+    return tldextract.TLDExtract(
+        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
+    )
+
+
+def host_of(url: str) -> str:
+    """The lowercase host of ``url`` (IDNA-encoded; IPv6 without brackets); ``""`` if none."""
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or ""
+    except ValueError:
+        return ""
+    host = host.rstrip(".")
+    if host and not host.isascii():
+        try:
+            host = idna.encode(host, uts46=True).decode("ascii")
+        except (idna.IDNAError, UnicodeError):
+            return host.lower()
+    return host.lower()
+
+
+def registrable_domain(url_or_host: str) -> str:
+    """The registrable domain ("eTLD+1") of a URL or host, e.g. ``news.bbc.co.uk`` → ``bbc.co.uk``.
+
+    IP literals, and hosts with no public suffix (``localhost``, ``intranet``, ``foo.test``), are
+    returned whole (less a leading ``www.``) since there is no wider site to compare them with.
+    """
+    host = host_of(url_or_host) if "://" in url_or_host else url_or_host.strip().lower()
+    host = host.strip("[]").rstrip(".")
+    if not host:
+        return ""
+    if parse_ip_literal(host) is not None:
+        return host
+    if not host.isascii():
+        with contextlib.suppress(idna.IDNAError, UnicodeError):
+            host = idna.encode(host, uts46=True).decode("ascii")
+    parts = _extractor()(host)
+    domain = parts.top_domain_under_public_suffix
+    if domain:
+        return domain
+    return host.removeprefix("www.")
+
+
+def same_site(a: str, b: str) -> bool:
+    """True when two URLs (or hosts) share a registrable domain (http→https, ``www.`` pass)."""
+    da, db = registrable_domain(a), registrable_domain(b)
+    return bool(da) and da == db
+
+
+# --------------------------------------------------------------------------------------------
+# Address safety
+# --------------------------------------------------------------------------------------------
+
+
+def _parse_ipv4_number(part: str) -> int | None:
+    if not part:
+        return None
+    try:
+        if part[:2].lower() == "0x":
+            return int(part[2:], 16) if part[2:] else 0
+        if len(part) > 1 and part.startswith("0"):
+            return int(part[1:], 8)
+        if part.isdigit():
+            return int(part)
+    except ValueError:
+        return None
+    return None
+
+
+def parse_ip_literal(host: str) -> IPAddress | None:
+    """Parse ``host`` as an IP literal the way browsers and ``inet_aton`` do, or return None.
+
+    Accepts dotted quads, integers (``2130706433``), octal (``0177.0.0.1``), hex (``0x7f.1``),
+    short forms (``127.1``), and IPv6 with or without brackets (``[::ffff:127.0.0.1]``).
+    """
+    if _DOTTED_QUAD_RE.fullmatch(host):  # fast path: the canonical form, converted in C
+        return ipaddress.IPv4Address(int.from_bytes(socket.inet_pton(socket.AF_INET, host), "big"))
+    h = host.strip().rstrip(".") if not host.startswith("[") else host.strip()
+    if not h:
+        return None
+    if h.startswith("[") and h.endswith("]"):
+        h = h[1:-1]
+    if ":" in h:
+        try:
+            return ipaddress.IPv6Address(h)
+        except ValueError:
+            return None
+    parts = h.split(".")
+    if len(parts) > 4:
+        return None
+    numbers = [_parse_ipv4_number(p) for p in parts]
+    if any(n is None for n in numbers):
+        return None
+    nums = [n for n in numbers if n is not None]
+    if any(n > 255 for n in nums[:-1]) or nums[-1] >= 256 ** (5 - len(nums)):
+        return None
+    value = nums[-1]
+    for i, n in enumerate(nums[:-1]):
+        value += n << (8 * (3 - i))
+    return ipaddress.IPv4Address(value)
+
+
+_METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
+    {
+        ipaddress.IPv4Address("169.254.169.254"),  # AWS, GCP, Azure, OpenStack, ...
+        ipaddress.IPv4Address("169.254.170.2"),  # AWS ECS task metadata
+        ipaddress.IPv4Address("100.100.100.200"),  # Alibaba Cloud
+        ipaddress.IPv4Address("192.0.0.192"),  # Oracle Cloud
+        ipaddress.IPv6Address("fd00:ec2::254"),  # AWS IMDS over IPv6
+    }
+)
+_SHARED_V4 = ipaddress.IPv4Network("100.64.0.0/10")
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+def _embedded_v4(ip: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
+    """The IPv4 address an IPv6 address tunnels to, with the name of the embedding."""
+    if ip.ipv4_mapped is not None:
+        return "IPv4-mapped", ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return "6to4", ip.sixtofour
+    if ip in _NAT64 or ip in _NAT64_LOCAL:
+        return "NAT64", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.teredo is not None:
+        return "Teredo", ip.teredo[1]
+    packed = int(ip)
+    # IPv4-compatible (::a.b.c.d, deprecated); :: and ::1 are handled as themselves.
+    if packed >> 32 == 0 and packed > 1:
+        return "IPv4-compatible", ipaddress.IPv4Address(packed)
+    return None
+
+
+def blocked_address_reason(ip: IPAddress) -> str | None:
+    """Why citeguard must not connect to ``ip``, or None when it is a public unicast address."""
+    if ip in _METADATA_ADDRESSES:
+        return f"{ip} is a cloud metadata address"
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.scope_id:
+            ip = ipaddress.IPv6Address(ip.compressed.split("%", 1)[0])
+        embedded = _embedded_v4(ip)
+        if embedded is not None:
+            kind, v4 = embedded
+            inner = blocked_address_reason(v4)
+            if inner is not None:
+                return f"{ip} is {kind} IPv6 embedding a blocked address ({inner})"
+            if kind in ("IPv4-mapped", "NAT64", "6to4"):
+                return None
+    checks: tuple[tuple[bool, str], ...] = (
+        (ip.is_unspecified, "the unspecified address"),
+        (ip.is_loopback, "a loopback address"),
+        (ip.is_link_local, "a link-local address"),
+        (ip.is_multicast, "a multicast address"),
+        (isinstance(ip, ipaddress.IPv4Address) and ip in _SHARED_V4, "a shared (CGNAT) address"),
+        (isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local, "a site-local address"),
+        (ip.is_reserved, "a reserved address"),
+        (ip.is_private, "a private address"),
+        (not ip.is_global, "not a globally routable address"),
+    )
+    for hit, what in checks:
+        if hit:
+            return f"{ip} is {what}"
+    return None
