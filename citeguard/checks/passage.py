@@ -1,0 +1,860 @@
+"""Is the quoted (or paraphrased) passage really on the page?
+
+Three tiers, cheapest first:
+
+1. **exact**: the quote occurs verbatim in the page text;
+2. **normalised**: it occurs after folding case, Unicode (NFKC), curly quotes, dashes, ellipses,
+   soft hyphens, zero-width characters, ligatures and whitespace. An offset map keeps positions in
+   the original text, so the match still points at the page's own characters;
+3. **fuzzy**: anchor words of the quote locate a few candidate windows, rapidfuzz aligns the quote
+   in each, and a word-level diff decides. The match is accepted only when what differs carries no
+   meaning (punctuation, spacing, hyphenation, a typo, an article). A changed number, date or name,
+   an added or dropped negation, or any other swapped word makes the quote **altered**: it is
+   rejected with the differing tokens listed.
+
+An ellipsis inside a quote (``…``, ``...``, ``[…]``) marks elided text: its pieces must all be
+found, in order.
+
+Normalise a page once with :func:`prepare_text` and pass the :class:`PreparedText` to every
+:func:`find_passage` / :func:`find_paraphrase` call on that page.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from bisect import bisect_right
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import pairwise
+from urllib.parse import quote as _percent_quote
+
+from rapidfuzz import fuzz
+from rapidfuzz.distance import Indel, Levenshtein
+
+from citeguard.models import PassageMatch
+from citeguard.policy import PassagePolicy
+
+__all__ = [
+    "PreparedText",
+    "find_paraphrase",
+    "find_passage",
+    "normalise",
+    "prepare_text",
+    "text_fragment_url",
+]
+
+_DEFAULT_POLICY = PassagePolicy()
+
+# --------------------------------------------------------------------------------------------
+# Normalisation with an offset map
+# --------------------------------------------------------------------------------------------
+
+# One character → one character, applied after lower(): typographic variants fold to ASCII.
+_FOLD_MAP: dict[str, str] = {
+    **dict.fromkeys("‘’‚‛′‵`´ʼʻ", "'"),
+    **dict.fromkeys("“”„‟″‶«»〝〞＂", '"'),
+    **dict.fromkeys("‐‑‒–—―−⁃﹘﹣－", "-"),
+    **dict.fromkeys(
+        "\t\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000", " "
+    ),
+    **dict.fromkeys("\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a", " "),
+}
+# str.translate looks up every character in a dict (slow on long pages); a regex over the few
+# characters that need folding skips the rest in C
+_FOLD_RE = re.compile("[" + re.escape("".join(_FOLD_MAP)) + "]")
+# Characters removed outright: soft hyphen, zero-width space/joiners, word joiner, BOM.
+_DELETE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+_COMBINING = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+# Everything whose replacement has a different length. Single spaces are deliberately not in
+# it (they map 1:1), so a normal page produces few segments. U+0130 lower()s to two chars.
+_SPECIAL_BASE = rf"\s{{2,}}|[{_DELETE}]+|…|\u0130"
+# Base letter + combining marks compose under NFKC. This alternative is tried at every letter,
+# so it is only added for texts that contain combining marks at all.
+_SPECIAL_COMBINING = rf"|[^\W\d_][{_COMBINING}]+|[{_COMBINING}]+"
+_SPECIAL_RE = re.compile(_SPECIAL_BASE)
+_COMBINING_RE = re.compile(f"[{_COMBINING}]")
+_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
+
+
+def _replacement(chunk: str) -> str:
+    first = chunk[0]
+    if first.isspace():
+        return " "
+    if first in _DELETE:
+        return ""
+    if chunk == "…":
+        return "..."
+    if chunk == "\u0130":
+        return "i"
+    if unicodedata.category(first).startswith("M"):
+        return ""  # stray combining marks with no base letter
+    return unicodedata.normalize("NFKC", chunk)
+
+
+def _special_pattern(text: str) -> re.Pattern[str]:
+    """The length-changing pattern for ``text``: the base set plus what this text needs."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return _SPECIAL_RE
+    pattern = _SPECIAL_BASE
+    if _COMBINING_RE.search(text) is not None:
+        pattern += _SPECIAL_COMBINING
+    unstable = {
+        ch
+        for ch in set(_NON_ASCII_RE.findall(text))
+        if unicodedata.normalize("NFKC", ch) != ch and not unicodedata.combining(ch)
+    }
+    if unstable:
+        pattern += "|[" + "".join(re.escape(ch) for ch in sorted(unstable)) + "]"
+    # re.compile keeps its own cache of recent patterns, so repeated pages reuse the compile
+    return re.compile(pattern) if pattern != _SPECIAL_BASE else _SPECIAL_RE
+
+
+def _fold_chars(text: str) -> str:
+    if "\n" in text:
+        text = text.replace("\n", " ")
+    if _FOLD_RE.search(text) is not None:
+        text = _FOLD_RE.sub(lambda m: _FOLD_MAP[m.group()], text)
+    return text
+
+
+def _fold(text: str) -> str:
+    """lower() + the 1:1 typographic table; never changes the length."""
+    return _fold_chars(text.lower())
+
+
+def normalise(text: str) -> str:
+    """The folded form used for matching (no offset map): for quotes and tests."""
+    pattern = _special_pattern(text)
+    return _fold(pattern.sub(lambda m: _replacement(m.group()), text))
+
+
+class PreparedText:
+    """A page text normalised once, with a map from normalised offsets back to the original.
+
+    Build it with :func:`prepare_text`; it is immutable apart from a lazily built sentence index
+    used by :func:`find_paraphrase`, which belongs to this object only.
+    """
+
+    __slots__ = ("_orig_starts", "_seg_linear", "_seg_starts", "_sentences", "norm", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        seg_starts: list[int] = []
+        orig_starts: list[int] = []
+        linear: list[bool] = []
+        pieces: list[str] = []
+        npos = 0
+        pos = 0
+        for m in _special_pattern(text).finditer(text):
+            if m.start() > pos:
+                seg_starts.append(npos)
+                orig_starts.append(pos)
+                linear.append(True)
+                piece = text[pos : m.start()]
+                pieces.append(piece)
+                npos += len(piece)
+            rep = _replacement(m.group())
+            seg_starts.append(npos)
+            orig_starts.append(m.start())
+            linear.append(False)
+            pieces.append(rep)
+            npos += len(rep)
+            pos = m.end()
+        if pos < len(text) or not seg_starts:
+            seg_starts.append(npos)
+            orig_starts.append(pos)
+            linear.append(True)
+            pieces.append(text[pos:])
+        self.norm: str = _fold("".join(pieces))
+        self._seg_starts = seg_starts
+        self._orig_starts = orig_starts
+        self._seg_linear = linear
+        self._sentences: _SentenceIndex | None = None
+
+    def _orig_end_of(self, k: int) -> int:
+        return self._orig_starts[k + 1] if k + 1 < len(self._orig_starts) else len(self.text)
+
+    def to_orig_start(self, i: int) -> int:
+        """Original offset of the character at normalised offset ``i``."""
+        k = max(0, bisect_right(self._seg_starts, i) - 1)
+        if self._seg_linear[k]:
+            return self._orig_starts[k] + (i - self._seg_starts[k])
+        return self._orig_starts[k]
+
+    def to_orig_end(self, j: int) -> int:
+        """Original offset just past the character at normalised offset ``j - 1``."""
+        if j <= 0:
+            return 0
+        k = max(0, bisect_right(self._seg_starts, j - 1) - 1)
+        if self._seg_linear[k]:
+            return self._orig_starts[k] + (j - self._seg_starts[k])
+        return self._orig_end_of(k)
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """Normalised [start, end) → original [start, end)."""
+        return self.to_orig_start(start), self.to_orig_end(end)
+
+    def sentences(self) -> _SentenceIndex:
+        if self._sentences is None:
+            self._sentences = _SentenceIndex(self.text)
+        return self._sentences
+
+
+def prepare_text(page_text: str) -> PreparedText:
+    """Normalise a page text once for repeated :func:`find_passage` calls."""
+    return PreparedText(page_text)
+
+
+def _prepared(value: str | PreparedText) -> PreparedText:
+    return value if isinstance(value, PreparedText) else PreparedText(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Tokens and what carries meaning
+# --------------------------------------------------------------------------------------------
+
+# Numbers keep their separators ("4.2", "48/22", "1,000") so a changed digit shows as one token.
+_TOKEN_RE = re.compile(r"\d+(?:[.,/:]\d+)*|\w+(?:'\w+)*")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_NEGATIONS = _words(
+    """
+    not no never none nobody nothing neither nor nowhere cannot without nope nicht kein
+    keine keinen keinem keiner keines nie niemals niemand nichts nirgends nirgendwo weder
+    ohne ne pas non jamais aucun aucune rien ni sans nul nulle nunca jamás jamas ningún
+    ningun ninguno ninguna nada nadie tampoco sin nie nigdy żaden żadna żadne żadnych nic
+    nikt ani bez não nao nenhum nenhuma ninguém ninguem nem sem mai nessuno nessuna niente
+    nulla senza niet geen nooit niets niemand
+    """
+)
+# Contractions: "don't", "isn't", "n'est", "n'a".
+_NEGATION_RE = re.compile(r"n't$|^n'|^nicht|^kein")
+_NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "non", "dis", "nie", "des", "a", "k")
+# Words whose insertion or removal changes nothing a reader would cite for.
+_FILLERS = _words(
+    """
+    the a an of and to that this so just also then der die das den dem des ein eine einen
+    einem einer und auch so le la les l un une des de du et el la los las lo un una unos
+    unas y de del o os as um uma e do da i w z a oraz
+    """
+)
+
+
+def _is_negation(token: str) -> bool:
+    return token in _NEGATIONS or bool(_NEGATION_RE.search(token))
+
+
+def _negating_pair(a: str, b: str) -> bool:
+    """'possible'/'impossible', 'eine'/'keine', 'bewusst'/'unbewusst'."""
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    if not long_.endswith(short) or len(short) < 2:
+        return False
+    return long_[: len(long_) - len(short)] in _NEGATING_PREFIXES
+
+
+def _skeleton(token: str) -> str:
+    """A token without diacritics: "müller" → "muller" (NFKD, combining marks dropped)."""
+    if token.isascii():
+        return token
+    decomposed = unicodedata.normalize("NFKD", token)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _small_edit(a: str, b: str) -> bool:
+    """A typo or spelling variant rather than a different word."""
+    if any(ch.isdigit() for ch in a + b):
+        return False
+    shortest = min(len(a), len(b))
+    if shortest < 5:
+        return False
+    limit = 1 if shortest < 9 else 2
+    return Levenshtein.distance(a, b, score_cutoff=limit) <= limit
+
+
+@dataclass(frozen=True, slots=True)
+class _Diff:
+    kinds: tuple[str, ...]  # e.g. ("number", "negation"); empty → only benign differences
+    tokens: tuple[str, ...]
+
+
+_Block = tuple[int, int, int, int]  # quote tokens [i1, i2) differ from page tokens [j1, j2)
+
+
+def _align(q_tokens: list[str], p_tokens: list[str]) -> tuple[list[_Block], int, int, int] | None:
+    """Semi-global word alignment of the quote inside a wider page window.
+
+    Returns the differing blocks, the page token span [j_start, j_end) that the quote covers and
+    the number of quote words matched verbatim; None when no word matches. Page words outside the
+    span are context, not differences. Quote words before the first (after the last) matching
+    word pair with as many page words just before (after) it: "since 2015" against "since 2010.
+    Maria Lopez" is "2015 → 2010", not "2015 → Lopez".
+    """
+    equal = [op for op in Indel.opcodes(q_tokens, p_tokens) if op.tag == "equal"]
+    if not equal:
+        return None
+    first, last = equal[0], equal[-1]
+    pre = first.src_start
+    j_start = max(0, first.dest_start - pre)
+    post = len(q_tokens) - last.src_end
+    j_end = min(len(p_tokens), last.dest_end + post)
+    blocks: list[_Block] = []
+    if pre:
+        blocks.append((0, pre, j_start, first.dest_start))
+    for left, right in pairwise(equal):
+        if left.src_end < right.src_start or left.dest_end < right.dest_start:
+            blocks.append((left.src_end, right.src_start, left.dest_end, right.dest_start))
+    if post:
+        blocks.append((last.src_end, len(q_tokens), last.dest_end, j_end))
+    matched = sum(op.src_end - op.src_start for op in equal)
+    return blocks, j_start, j_end, matched
+
+
+def _classify(
+    blocks: list[_Block],
+    q_tokens: list[str],
+    q_cased: list[str],
+    p_tokens: list[str],
+    p_cased: list[str],
+) -> _Diff:
+    """Which of the differing word blocks carry meaning (and how to show them)."""
+    kinds: list[str] = []
+    tokens: list[str] = []
+    for i1, i2, j1, j2 in blocks:
+        qa, pa = q_tokens[i1:i2], p_tokens[j1:j2]
+        qc, pc = q_cased[i1:i2], p_cased[j1:j2]
+        if qa and pa and _skeleton("".join(qa)) == _skeleton("".join(pa)):
+            # "e-mail" vs "email", "Radon Situation" vs "Radon-Situation", "Muller" vs "Müller"
+            continue
+        if qa and pa:
+            label = f"{' '.join(qc)} → {' '.join(pc)}"
+        elif qa:
+            label = f"+{' '.join(qc)}"  # the quote adds words the page does not have
+        else:
+            label = f"-{' '.join(pc)}"  # the quote drops words the page has
+        found: list[str] = []
+        if any(_is_negation(t) for t in qa + pa) or (
+            len(qa) == 1 and len(pa) == 1 and _negating_pair(qa[0], pa[0])
+        ):
+            found.append("negation")
+        if any(any(ch.isdigit() for ch in t) for t in qa + pa):
+            found.append("number")
+        if any(t[:1].isupper() for t in qc + pc):
+            found.append("name")
+        if not found:
+            if len(qa) == 1 and len(pa) == 1 and _small_edit(qa[0], pa[0]):
+                continue
+            if len(qa) + len(pa) == 1 and (qa + pa)[0] in _FILLERS:
+                continue
+            found.append("word")
+        for k in found:
+            if k not in kinds:
+                kinds.append(k)
+        tokens.append(label)
+    return _Diff(tuple(kinds), tuple(tokens))
+
+
+_KIND_TEXT = {
+    "number": "a number or date differs",
+    "negation": "a negation was added or dropped",
+    "name": "a name differs",
+    "word": "a word differs",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Quote matching
+# --------------------------------------------------------------------------------------------
+
+_ELLIPSIS_RE = re.compile(r"\s*(?:[\[(]\s*(?:…|\.\s?\.\s?\.)\s*[\])]|…|\.{3,})\s*")
+_EDGE_STRIP = " \t\n\"'“”„‟«»‹›‘’‚`´.,;:!?()[]{}-–—*_"
+_MAX_QUOTE_CHARS = 20_000
+#: Fuzzy matching needs enough words to tell a typo from a different passage.
+_MIN_FUZZY_TOKENS = 3
+#: Candidate windows aligned per quote piece (bounded work however repetitive the page).
+_MAX_CANDIDATES = 4
+_MAX_OCCURRENCES = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Hit:
+    start: int  # normalised offsets
+    end: int
+    score: float
+    how: str  # exact | normalised | fuzzy
+    diff: _Diff | None = None
+
+
+def _cased_tokens(text: str) -> list[str]:
+    return _TOKEN_RE.findall(text)
+
+
+def _search_piece(
+    piece: str, page: PreparedText, start_at: int, policy: PassagePolicy
+) -> _Hit | None:
+    """Best match of one quote piece at or after normalised offset ``start_at``."""
+    qn = normalise(piece).strip(_EDGE_STRIP)
+    if not qn:
+        return None
+    norm = page.norm
+    i = norm.find(qn, start_at)
+    if i >= 0:
+        return _Hit(i, i + len(qn), 100.0, "normalised")
+    return _fuzzy(piece, qn, page, start_at, policy)
+
+
+def _candidate_starts(
+    qn: str, q_tokens: list[tuple[int, str]], norm: str, start_at: int
+) -> list[int]:
+    """Where the quote could start in ``norm``, voted by its rarest words."""
+    distinct: dict[str, int] = {}
+    for offset, tok in q_tokens:
+        if len(tok) >= 3 or tok.isdigit():
+            distinct.setdefault(tok, offset)
+    if not distinct:
+        distinct = {tok: offset for offset, tok in q_tokens}
+    counted = []
+    for tok, offset in distinct.items():
+        count = norm.count(tok, start_at)
+        if count:
+            counted.append((count, -len(tok), tok, offset))
+    counted.sort()
+    bucket = max(16, len(qn) // 3)
+    half = bucket // 2
+    # each occurrence votes for where the quote would start; two grids offset by half a bucket,
+    # so anchors that disagree by a few characters (an inserted word) still land together
+    votes: dict[tuple[int, int], set[str]] = {}
+    for count, _, tok, offset in counted[:8]:
+        if count > _MAX_OCCURRENCES and len(votes) > 0:
+            continue
+        pos = norm.find(tok, start_at)
+        seen = 0
+        while pos >= 0 and seen < _MAX_OCCURRENCES:
+            guess = pos - offset
+            votes.setdefault((0, guess // bucket), set()).add(tok)
+            votes.setdefault((1, (guess + half) // bucket), set()).add(tok)
+            pos = norm.find(tok, pos + 1)
+            seen += 1
+    if not votes:
+        return []
+    ranked = sorted(votes.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    # two anchor words must agree on a window, unless the page has only one of them at all
+    need = max(1, min(2, len(counted)))
+    starts: list[int] = []
+    for (grid, k), toks in ranked:
+        if len(toks) < need or len(starts) >= _MAX_CANDIDATES:
+            break
+        start = k * bucket - grid * half
+        if all(abs(start - other) >= bucket for other in starts):
+            starts.append(start)
+    return starts
+
+
+def _fuzzy(
+    piece: str, qn: str, page: PreparedText, start_at: int, policy: PassagePolicy
+) -> _Hit | None:
+    q_tok_spans = [(m.start(), m.group()) for m in _TOKEN_RE.finditer(qn)]
+    if len(q_tok_spans) < _MIN_FUZZY_TOKENS:
+        return None
+    norm = page.norm
+    q_tokens = [t for _, t in q_tok_spans]
+    cased_piece = normalise_cased(piece).strip(_EDGE_STRIP)
+    q_cased = _cased_tokens(cased_piece)
+    if len(q_cased) != len(q_tokens):
+        q_cased = q_tokens  # lower() changed tokenisation (rare scripts): lose case info
+    best: _Hit | None = None
+    pad = max(24, len(qn) // 2)
+    for cand in _candidate_starts(qn, q_tok_spans, norm, start_at):
+        w0 = max(start_at, cand - pad)
+        w1 = min(len(norm), cand + len(qn) + 2 * pad)
+        window = norm[w0:w1]
+        align = fuzz.partial_ratio_alignment(qn, window, score_cutoff=50)
+        if align is None:
+            continue
+        # widen the aligned span to whole words plus a little context on each side, then diff
+        a0 = w0 + align.dest_start
+        a1 = w0 + align.dest_end
+        c0 = _word_start(norm, max(start_at, a0 - 12))
+        c1 = _word_end(norm, min(len(norm), a1 + 12))
+        ctx_spans = [m.span() for m in _TOKEN_RE.finditer(norm, c0, c1)]
+        p_tokens = [norm[s:e] for s, e in ctx_spans]
+        if not p_tokens:
+            continue
+        aligned = _align(q_tokens, p_tokens)
+        if aligned is None:
+            continue
+        blocks, j0, j1, matched = aligned
+        if matched < 2 or matched * 2 < len(q_tokens):
+            continue  # shares too few words to be this passage at all
+        m_start = ctx_spans[j0][0]
+        m_end = ctx_spans[j1 - 1][1]
+        score = fuzz.ratio(qn, norm[m_start:m_end])
+        # the page's own spelling of each context word, to tell names from common words
+        p_cased = [page.text[page.to_orig_start(s) : page.to_orig_end(e)] for s, e in ctx_spans]
+        diff = _classify(blocks, q_tokens, q_cased, p_tokens, p_cased)
+        hit = _Hit(m_start, m_end, float(score), "fuzzy", diff)
+        if best is None or _rank(hit) > _rank(best):
+            best = hit
+    return best
+
+
+def _rank(hit: _Hit) -> tuple[int, float]:
+    clean = hit.diff is None or not hit.diff.kinds
+    return (1 if clean else 0, hit.score)
+
+
+def normalise_cased(text: str) -> str:
+    """Like :func:`normalise` but keeping case (to tell names from common words)."""
+    pattern = _special_pattern(text)
+    return _fold_chars(pattern.sub(lambda m: _replacement(m.group()), text))
+
+
+def _word_start(s: str, i: int) -> int:
+    while i > 0 and s[i - 1].isalnum():
+        i -= 1
+    return i
+
+
+def _word_end(s: str, j: int) -> int:
+    while j < len(s) and s[j].isalnum():
+        j += 1
+    return j
+
+
+def _match_quote(quote: str, page: PreparedText, policy: PassagePolicy) -> PassageMatch:
+    text = page.text
+    # fast path: verbatim, then normalised as a whole (a page may contain a literal "...")
+    stripped = quote.strip().strip(_EDGE_STRIP)
+    if stripped:
+        i = text.find(stripped)
+        if i >= 0:
+            return _result(page, _Hit(-1, -1, 100.0, "exact"), i, i + len(stripped), policy)
+    pieces = [p for p in _ELLIPSIS_RE.split(quote) if p.strip(_EDGE_STRIP)]
+    if not pieces:
+        return PassageMatch(found=False, score=0.0, reason="the quote is empty")
+    if len(pieces) > 1:
+        whole = normalise(quote).strip(_EDGE_STRIP)
+        i = page.norm.find(whole) if whole else -1
+        if i >= 0:
+            full = _Hit(i, i + len(whole), 100.0, "normalised")
+            return _result(page, full, *page.span(full.start, full.end), policy)
+    hits: list[_Hit] = []
+    pos = 0
+    for piece in pieces:
+        found = _search_piece(piece, page, pos, policy)
+        if found is None:
+            reason = (
+                "the quote is not on the page"
+                if len(pieces) == 1
+                else "a part of the elided quote is not on the page (in this order)"
+            )
+            return PassageMatch(found=False, score=_best_score(hits), reason=reason)
+        hits.append(found)
+        pos = found.end
+    start = hits[0].start
+    end = hits[-1].end
+    how = "normalised" if all(h.how == "normalised" for h in hits) else "fuzzy"
+    kinds: list[str] = []
+    tokens: list[str] = []
+    for h in hits:
+        if h.diff is not None:
+            kinds.extend(k for k in h.diff.kinds if k not in kinds)
+            tokens.extend(h.diff.tokens)
+    score = min(h.score for h in hits)
+    merged = _Hit(start, end, score, how, _Diff(tuple(kinds), tuple(tokens)))
+    return _result(page, merged, *page.span(start, end), policy)
+
+
+def _best_score(hits: Iterable[_Hit]) -> float:
+    scores = [h.score for h in hits]
+    return min(scores) if scores else 0.0
+
+
+def _result(
+    page: PreparedText, hit: _Hit, start: int, end: int, policy: PassagePolicy
+) -> PassageMatch:
+    matched = page.text[start:end]
+    if hit.how in ("exact", "normalised"):
+        return PassageMatch(
+            found=True,
+            score=100.0,
+            start=start,
+            end=end,
+            matched_text=matched,
+            how="exact" if hit.how == "exact" else "normalised",
+            reason="quote found verbatim"
+            if hit.how == "exact"
+            else "quote found after normalising",
+        )
+    diff = hit.diff or _Diff((), ())
+    if diff.kinds:
+        what = "; ".join(_KIND_TEXT[k] for k in diff.kinds)
+        return PassageMatch(
+            found=False,
+            score=hit.score,
+            start=start,
+            end=end,
+            matched_text=matched,
+            how="fuzzy",
+            altered=True,
+            differing_tokens=list(diff.tokens),
+            reason=(
+                f"the page has a different version of this quote: {what} ({', '.join(diff.tokens)})"
+            ),
+        )
+    if hit.score < policy.fuzzy_threshold:
+        return PassageMatch(
+            found=False,
+            score=hit.score,
+            start=start,
+            end=end,
+            matched_text=matched,
+            how="fuzzy",
+            differing_tokens=list(diff.tokens),
+            reason=(
+                f"closest passage is too different "
+                f"(score {hit.score:.0f} < {policy.fuzzy_threshold:.0f})"
+            ),
+        )
+    return PassageMatch(
+        found=True,
+        score=hit.score,
+        start=start,
+        end=end,
+        matched_text=matched,
+        how="fuzzy",
+        differing_tokens=list(diff.tokens),
+        reason="quote found with minor differences (punctuation, spacing, spelling)",
+    )
+
+
+def find_passage(
+    quote: str,
+    page_text: str | PreparedText,
+    *,
+    main_text: str | PreparedText | None = None,
+    policy: PassagePolicy | None = None,
+) -> PassageMatch:
+    """Look for ``quote`` in the page text; offsets in the result index ``page_text``.
+
+    ``main_text`` (the article body, when known) sets ``in_main_text``; with
+    ``policy.require_main_text`` a quote found only outside it (navigation, teasers, comments)
+    is not accepted.
+    """
+    policy = policy or _DEFAULT_POLICY
+    page = _prepared(page_text)
+    if len(quote) > _MAX_QUOTE_CHARS:
+        return PassageMatch(found=False, score=0.0, reason="the quote is too long to check")
+    if not quote.strip(_EDGE_STRIP):
+        return PassageMatch(found=False, score=0.0, reason="the quote is empty")
+    if not page.norm.strip():
+        return PassageMatch(found=False, score=0.0, reason="the page has no text")
+    result = _match_quote(quote, page, policy)
+    if main_text is None or not result.found:
+        return result
+    main = _prepared(main_text)
+    in_main = _match_quote(quote, main, policy).found if main.norm.strip() else False
+    if not in_main and policy.require_main_text:
+        return result.model_copy(
+            update={
+                "found": False,
+                "in_main_text": False,
+                "reason": (
+                    "the quote is only in the page's boilerplate (navigation, teasers, comments)"
+                ),
+            }
+        )
+    return result.model_copy(update={"in_main_text": in_main})
+
+
+# --------------------------------------------------------------------------------------------
+# Paraphrase
+# --------------------------------------------------------------------------------------------
+
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?…])[\"'”’»)\]]*\s+|\n+")
+_MAX_SENTENCE_CHARS = 600
+_STOPWORDS = _words(
+    """
+    a an the and or but if of at by for with about against between into through during
+    before after above below to from up down in out on off over under again further then
+    once here there when where why how all any both each few more most other some such only
+    own same so than too very can will just should now is are was were be been being have
+    has had having do does did it its this that these those i me my we our you your he him
+    his she her they them their what which who whom as also would could may might must shall
+    der die das den dem des ein eine einer eines einem einen und oder aber wenn als auch auf
+    aus bei mit nach von vor zu zum zur im in an am um für über unter ist sind war waren
+    wird werden wurde wurden hat haben hatte sein es er sie wir ihr ich du man sich dass daß
+    wie was noch nur so schon sehr bis durch gegen ohne seit dieser diese dieses diesem
+    diesen le la les un une des du de et ou mais si à au aux en dans par pour sur avec sans
+    ce cet cette ces est sont était être avoir a ont il elle ils elles nous vous on qui que
+    quoi dont où plus el la los las un una unos unas y o pero si en por para con sin sobre
+    es son era fue ser estar ha han que quien donde como más lo al del se su sus o os as um
+    uma e mas em no na nos nas por para com sem sobre é são foi ser do da dos das i w z na
+    do nie się to jest że od za po jak o dla ale czy być są był była
+    """
+)
+_STEM_CHARS = 6
+_MARKER_RE = re.compile(r"\[\^?\d+(?:\s*[,–-]\s*\d+)*\]")
+
+
+def _stem(token: str) -> str:
+    """Stemming-lite: a long word's prefix stands for its inflections ("regulation(s)")."""
+    return token[:_STEM_CHARS] if len(token) > _STEM_CHARS else token
+
+
+def _content_terms(text: str) -> list[str]:
+    return [
+        _stem(t)
+        for t in _TOKEN_RE.findall(normalise(text))
+        if t not in _STOPWORDS and (len(t) > 1 or t.isdigit())
+    ]
+
+
+class _SentenceIndex:
+    """Sentences of a page with their content terms and an inverted index."""
+
+    __slots__ = ("df", "postings", "spans", "terms")
+
+    def __init__(self, text: str) -> None:
+        spans: list[tuple[int, int]] = []
+        pos = 0
+        for m in _SENTENCE_END_RE.finditer(text):
+            self._add(spans, text, pos, m.start())
+            pos = m.end()
+        self._add(spans, text, pos, len(text))
+        self.spans = spans
+        self.terms: list[frozenset[str]] = []
+        self.postings: dict[str, list[int]] = {}
+        for idx, (s, e) in enumerate(spans):
+            terms = frozenset(_content_terms(text[s:e]))
+            self.terms.append(terms)
+            for t in terms:
+                self.postings.setdefault(t, []).append(idx)
+        self.df = {t: len(ids) for t, ids in self.postings.items()}
+
+    @staticmethod
+    def _add(spans: list[tuple[int, int]], text: str, s: int, e: int) -> None:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        # a page without punctuation (or one 5 MB line) still yields bounded windows
+        while e - s > _MAX_SENTENCE_CHARS:
+            cut = text.rfind(" ", s, s + _MAX_SENTENCE_CHARS)
+            if cut <= s:
+                cut = s + _MAX_SENTENCE_CHARS
+            spans.append((s, cut))
+            s = cut + 1 if text[cut : cut + 1] == " " else cut
+        if e > s:
+            spans.append((s, e))
+
+
+def find_paraphrase(
+    claim: str,
+    page_text: str | PreparedText,
+    *,
+    policy: PassagePolicy | None = None,
+) -> PassageMatch:
+    """Find the 1–3 sentence window of the page that best covers ``claim``'s content words.
+
+    Similarity is the IDF-weighted share of the claim's content terms (stopwords dropped, words
+    cut to a 6-character stem) that the window contains; ``score`` is that share × 100. Below
+    ``policy.paraphrase_threshold`` the result is not found.
+    """
+    policy = policy or _DEFAULT_POLICY
+    page = _prepared(page_text)
+    # citation markers ("[3]", "[^2]", "[1, 4]") are the answer's plumbing, not its content
+    claim = _MARKER_RE.sub(" ", claim[:_MAX_QUOTE_CHARS])
+    claim_terms = list(dict.fromkeys(_content_terms(claim)))
+    if not claim_terms:
+        return PassageMatch(
+            found=False, score=0.0, how="paraphrase", reason="the claim has no content words"
+        )
+    if not page.norm.strip():
+        return PassageMatch(found=False, score=0.0, how="paraphrase", reason="the page has no text")
+    index = page.sentences()
+    n = len(index.spans)
+    weights = {t: math.log(1.0 + (n + 1) / (index.df.get(t, 0) + 0.5)) for t in claim_terms}
+    total = sum(weights.values())
+    hit_sentences: set[int] = set()
+    for t in claim_terms:
+        hit_sentences.update(index.postings.get(t, ()))
+    best_sim = 0.0
+    best_span = (-1, -1)
+    claim_set = frozenset(claim_terms)
+    for i in sorted(hit_sentences):
+        for size in (1, 2, 3):
+            for first in range(max(0, i - size + 1), i + 1):
+                last = first + size
+                if last > n:
+                    continue
+                covered: set[str] = set()
+                for k in range(first, last):
+                    covered |= index.terms[k] & claim_set
+                # a slight preference for shorter windows among equal coverage
+                sim = sum(weights[t] for t in covered) / total - 0.01 * (size - 1)
+                if sim > best_sim:
+                    best_sim = sim
+                    best_span = (index.spans[first][0], index.spans[last - 1][1])
+    sim = max(0.0, min(1.0, best_sim))
+    if best_span[0] < 0:
+        return PassageMatch(
+            found=False,
+            score=0.0,
+            how="paraphrase",
+            reason="paraphrase drifts too far from the page",
+        )
+    start, end = best_span
+    found = sim >= policy.paraphrase_threshold
+    return PassageMatch(
+        found=found,
+        score=round(sim * 100.0, 2),
+        start=start,
+        end=end,
+        matched_text=page.text[start:end],
+        how="paraphrase",
+        reason=(
+            f"closest page window covers {sim:.0%} of the claim's content"
+            if found
+            else "paraphrase drifts too far from the page"
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Text fragment links
+# --------------------------------------------------------------------------------------------
+
+#: Passages longer than this many words are linked as textStart,textEnd.
+_FRAGMENT_MAX_WORDS = 10
+_FRAGMENT_EDGE_WORDS = 5
+
+
+def _fragment_encode(text: str) -> str:
+    # Text Fragments: '-', '&' and ',' are syntax and must be percent-encoded; quote() with no
+    # safe characters leaves only unreserved ones, of which '-' still needs escaping
+    return _percent_quote(text, safe="").replace("-", "%2D")
+
+
+def text_fragment_url(url: str, matched_text: str) -> str:
+    """``url#:~:text=…`` opening the page scrolled to ``matched_text`` (any old fragment goes).
+
+    Short passages are linked whole; long ones as ``textStart,textEnd`` (first and last five
+    words), which browsers match across element boundaries.
+    """
+    base = url.split("#", 1)[0]
+    words = matched_text.split()
+    if not words:
+        return base
+    if len(words) <= _FRAGMENT_MAX_WORDS:
+        directive = _fragment_encode(" ".join(words))
+    else:
+        start = " ".join(words[:_FRAGMENT_EDGE_WORDS])
+        end = " ".join(words[-_FRAGMENT_EDGE_WORDS:])
+        directive = f"{_fragment_encode(start)},{_fragment_encode(end)}"
+    return f"{base}#:~:text={directive}"
