@@ -1,0 +1,467 @@
+"""Deterministic consistency checks between a claim and the evidence it cites.
+
+These are the cheap, explainable half of :class:`~citeguard.checks.entail.LocalEntailer`: they
+find what an embedding similarity cannot see — a number that changed, a year that moved, a name
+the evidence never mentions, a ``not`` that appeared — and how much of the claim's wording the
+evidence covers at all. Everything here is pure, regex-based and sub-millisecond for sentences, so
+it is safe to call from the executor thread that also runs the embedding model.
+
+Nothing here decides a label; :func:`check_consistency` returns a :class:`Consistency` with the
+facts and the entailer weighs them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = [
+    "STOPWORDS",
+    "Consistency",
+    "NumberMention",
+    "check_consistency",
+    "clean_claim",
+    "content_words",
+    "coverage",
+    "entities",
+    "negation_count",
+    "numbers",
+    "sentence_spans",
+    "stem",
+    "tokens",
+]
+
+# Function words carry no evidence of support: a claim and an unrelated page share "the" and "of".
+_STOPWORD_TEXT = """
+    a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself now of off on once only or other our ours ourselves out over own same she
+    should so some such than that the their theirs them themselves then there these they this those
+    through to too under until up upon very was we were what when where which while who whom whose
+    why will with would you your yours yourself yourselves may might must shall one ones
+    however therefore thus hence although though whereas via per etc according
+    well like including include includes many much often usually generally typically can also
+    """
+STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
+
+# Cues that flip a statement. "no" and "not" dominate; contractions are split by the tokenizer
+# into "n't", which we also catch as the bare "nt" that the word regex leaves.
+NEGATIONS: frozenset[str] = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "none",
+        "nobody",
+        "nothing",
+        "neither",
+        "nor",
+        "without",
+        "cannot",
+        "nt",
+        "unable",
+        "lack",
+        "lacks",
+        "lacking",
+    }
+)
+
+_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
+_CITATION_MARKER = re.compile(r"\[\d+(?:[,\s–-]+\d+)*\]")
+_MARKDOWN = re.compile(r"\*\*|__|</?s>|`")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]*[A-Z0-9])|\n\s*")
+
+_NUMBER_WORDS: dict[str, float] = {
+    "zero": 0,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+    "hundred": 100,
+    "dozen": 12,
+}
+_SCALES: dict[str, float] = {
+    "thousand": 1e3,
+    "k": 1e3,
+    "million": 1e6,
+    "m": 1e6,
+    "mn": 1e6,
+    "billion": 1e9,
+    "bn": 1e9,
+    "b": 1e9,
+    "trillion": 1e12,
+    "tn": 1e12,
+}
+_NUMBER = re.compile(
+    r"(?P<cur>[$€£¥])?\s?"
+    r"(?<![\w.,])(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<frac>\d+))?"
+    r"(?:\s?(?P<pct>%|percent\b|per\s?cent\b))?"
+    r"(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|tn|[kmb])\b)?"
+    r"(?:\s?(?P<pct2>%|percent\b|per\s?cent\b))?",
+    re.IGNORECASE,
+)
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
+# Capitalised words and acronyms: "Pope", "EU", "COVID-19", "iPhone".
+_ENTITY = re.compile(
+    r"\b(?:[A-Z][a-zA-Z]*[A-Z0-9][\w-]*|[A-Z][a-z]+(?:[-'][A-Za-z]+)*|i[A-Z]\w+)\b"
+)
+
+
+def clean_claim(text: str) -> str:
+    """Strip citation markers (``[3]``, ``[2][5]``), markdown emphasis and tokenizer artefacts."""
+    text = _CITATION_MARKER.sub("", text)
+    text = _MARKDOWN.sub("", text)
+    # Removing markers leaves ", as stated in." remnants and doubled spaces before punctuation.
+    text = re.sub(r"\s+([.,;:!?])", r"\1", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences (and lines) of ``text``, whitespace trimmed, in order."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        _append_trimmed(text, start, m.start(), spans)
+        start = m.end()
+    _append_trimmed(text, start, len(text), spans)
+    return spans
+
+
+def _append_trimmed(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        out.append((start, end))
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased word tokens; ``don't`` becomes ``do`` + ``nt`` so negation survives."""
+    out: list[str] = []
+    for m in _WORD.finditer(text):
+        word = m.group(0).lower().replace("’", "'")
+        if word.endswith("n't"):
+            out.extend((word[:-3], "nt"))
+        elif "'" in word:
+            out.append(word.split("'", 1)[0])
+        else:
+            out.append(word)
+    return out
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper: enough to match "reduces"/"reduced"/"reduction" prefixes."""
+    if len(word) <= 4 or word.isdigit():
+        return word
+    for suffix, repl in (
+        ("ational", "ate"),
+        ("ization", "ize"),
+        ("ations", "ate"),
+        ("ation", "ate"),
+        ("iveness", "ive"),
+        ("fulness", "ful"),
+        ("ousness", "ous"),
+        ("ements", ""),
+        ("ement", ""),
+        ("ments", ""),
+        ("ment", ""),
+        ("ities", ""),
+        ("ity", ""),
+        ("ies", "y"),
+        ("ied", "y"),
+        ("ing", ""),
+        ("edly", ""),
+        ("ed", ""),
+        ("ly", ""),
+        ("es", ""),
+        ("s", ""),
+    ):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)] + repl
+            break
+    # Prefix match makes "reduc" meet "reduce" and "reduction".
+    return word[:6]
+
+
+def content_words(text: str) -> list[str]:
+    """Stemmed tokens that are not stop words and not negation cues, in order."""
+    return [
+        stem(t)
+        for t in tokens(text)
+        if t not in STOPWORDS and t not in NEGATIONS and (len(t) > 1 or t.isdigit())
+    ]
+
+
+def coverage(claim: str, evidence: str) -> float:
+    """Share of the claim's distinct content words (stemmed) that occur in the evidence."""
+    words = set(content_words(claim))
+    if not words:
+        return 0.0
+    return len(words & set(content_words(evidence))) / len(words)
+
+
+def negation_count(text: str) -> int:
+    """Number of negation cues in ``text``."""
+    return sum(1 for t in tokens(text) if t in NEGATIONS)
+
+
+# "not only X but Y" and "not just" assert X; they are not negations.
+_NOT_NEGATING = frozenset({"only", "just", "merely", "simply"})
+
+
+def _scoped_negations(text: str, shared: set[str]) -> int:
+    """Negation cues whose next few content words include one of ``shared`` (stemmed)."""
+    toks = tokens(text)
+    count = 0
+    for i, tok in enumerate(toks):
+        if tok not in NEGATIONS:
+            continue
+        following = toks[i + 1 : i + 6]
+        if following and following[0] in _NOT_NEGATING:
+            continue
+        scope = [stem(t) for t in following if t not in STOPWORDS and t not in NEGATIONS][:3]
+        if any(w in shared for w in scope):
+            count += 1
+    return count
+
+
+@dataclass(frozen=True, slots=True)
+class NumberMention:
+    """A number as written, its value, its unit and whether it looks like a year."""
+
+    text: str
+    value: float
+    decimals: int
+    scale: float  # 1, 1e3, 1e6 ...: the scale word folded into value
+    unit: str  # "%", a currency sign, or "" — scale words are folded into value
+    noun: str  # the content word right after the number ("people", "year"), for same-quantity tests
+    is_year: bool
+
+
+def numbers(text: str) -> list[NumberMention]:
+    """Numbers in ``text`` with percentages, currencies and scale words folded in."""
+    out: list[NumberMention] = []
+    for m in _NUMBER.finditer(text):
+        digits = m.group("int").replace(",", "")
+        frac = m.group("frac") or ""
+        value = float(f"{digits}.{frac}") if frac else float(digits)
+        scale = (m.group("scale") or "").lower()
+        factor = _SCALES.get(scale, 1.0)
+        value *= factor
+        unit = "%" if (m.group("pct") or m.group("pct2")) else (m.group("cur") or "")
+        is_year = (
+            not frac
+            and not scale
+            and not unit
+            and "," not in m.group("int")
+            and len(digits) == 4
+            and 1000 <= value <= 2100
+        )
+        out.append(
+            NumberMention(
+                text=m.group(0).strip(),
+                value=value,
+                decimals=len(frac),
+                scale=factor,
+                unit=unit,
+                noun=_next_content_word(text, m.end()),
+                is_year=is_year,
+            )
+        )
+    for m in _NUMBER_WORD.finditer(text):
+        out.append(
+            NumberMention(
+                text=m.group(0),
+                value=_NUMBER_WORDS[m.group(1).lower()],
+                decimals=0,
+                scale=1.0,
+                unit="",
+                noun=_next_content_word(text, m.end()),
+                is_year=False,
+            )
+        )
+    return out
+
+
+def _next_content_word(text: str, pos: int) -> str:
+    """The stemmed word right after a number ("300 people" → "people"), or "" if a function word."""
+    following = tokens(text[pos : pos + 30])
+    if not following or following[0] in STOPWORDS or following[0].isdigit():
+        return ""
+    return stem(following[0])
+
+
+def _same_number(claim: NumberMention, ev: NumberMention) -> bool:
+    """Whether ``ev`` backs ``claim``, allowing for rounding at the claim's precision."""
+    # "2.4 trillion" is backed by "2.43 trillion" and "about 40%" by "39.6%": the claim is
+    # written to some precision (decimals, in units of its scale word) and may round.
+    tolerance = 0.5 * 10.0 ** (-claim.decimals) * claim.scale
+    return abs(claim.value - ev.value) <= tolerance + 1e-9 * max(1.0, abs(claim.value))
+
+
+def entities(text: str) -> list[str]:
+    """Capitalised names and acronyms that are not merely sentence-initial or function words."""
+    found: dict[str, None] = {}
+    for start, end in sentence_spans(text):
+        sentence = text[start:end]
+        for m in _ENTITY.finditer(sentence):
+            word = m.group(0)
+            lower = word.lower()
+            if lower in STOPWORDS or lower in NEGATIONS or lower in _NUMBER_WORDS:
+                continue
+            # A sentence's first word is capitalised by grammar, not because it is a name —
+            # unless it is an acronym or mixed case ("EU", "iPhone").
+            initial = sentence[: m.start()].strip(" \"'“‘([*-•") == ""
+            mixed_case = word.isupper() or any(c.isupper() for c in word[1:])
+            # ... but "Marie Curie discovered" starts with a name: the next word is capitalised too.
+            starts_name = bool(re.match(r"\s+[A-Z][a-z]", sentence[m.end() :]))
+            if initial and not (mixed_case or starts_name):
+                continue
+            found.setdefault(word, None)
+    return list(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Consistency:
+    """What the deterministic checks found for one (claim, evidence) pair."""
+
+    coverage: float  # share of claim content words in the evidence
+    sentence_coverage: float  # the same, against the single best-aligned evidence sentence pair
+    aligned: str  # the evidence text (one or two sentences) that covers the claim best
+    missing_numbers: tuple[str, ...] = ()
+    conflicting_numbers: tuple[tuple[str, str], ...] = ()  # (claim number, evidence number)
+    missing_entities: tuple[str, ...] = ()
+    n_entities: int = 0
+    n_numbers: int = 0
+    negation_flip: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def is_contradiction(self) -> bool:
+        """Clear evidence against the claim: a changed quantity or a flipped negation."""
+        return bool(self.conflicting_numbers) or self.negation_flip
+
+    def describe(self) -> str:
+        """A short human-readable account of the problems found ("" when none)."""
+        parts: list[str] = []
+        if self.conflicting_numbers:
+            parts.append(
+                "number differs: "
+                + ", ".join(f"claim {c!r} vs evidence {e!r}" for c, e in self.conflicting_numbers)
+            )
+        if self.negation_flip:
+            parts.append("negation differs between claim and evidence")
+        if self.missing_numbers:
+            parts.append("numbers not in evidence: " + ", ".join(self.missing_numbers))
+        if self.missing_entities:
+            parts.append("names not in evidence: " + ", ".join(self.missing_entities))
+        return "; ".join(parts)
+
+
+def check_consistency(claim: str, evidence: str) -> Consistency:
+    """Compare ``claim`` with ``evidence``: coverage, numbers, years, names and negation."""
+    claim = clean_claim(claim)
+    claim_words = set(content_words(claim))
+    ev_words = set(content_words(evidence))
+    cov = len(claim_words & ev_words) / len(claim_words) if claim_words else 0.0
+
+    # The aligned text: the evidence sentence (or pair of neighbours) covering most claim words.
+    sents = [evidence[s:e] for s, e in sentence_spans(evidence)]
+    sent_words = [set(content_words(s)) for s in sents]
+    best_cov, aligned = 0.0, ""
+    if claim_words:
+        for i, words in enumerate(sent_words):
+            for j in (i, i + 1):
+                if j >= len(sents):
+                    break
+                joined = words | sent_words[j] if j != i else words
+                c = len(claim_words & joined) / len(claim_words)
+                # Prefer the single sentence when the pair adds nothing.
+                if c > best_cov + 1e-9:
+                    best_cov = c
+                    aligned = sents[i] if j == i else sents[i] + " " + sents[j]
+
+    ev_numbers = numbers(evidence)
+    aligned_numbers = numbers(aligned) if aligned else []
+    missing: list[str] = []
+    conflicts: list[tuple[str, str]] = []
+    claim_numbers = numbers(claim)
+    for n in claim_numbers:
+        if any(_same_number(n, e) for e in ev_numbers):
+            continue
+        if n.value in _NUMBER_WORDS.values() and n.text.isalpha():
+            # Spelled-out small numbers ("two reasons") are too often loose paraphrase; a
+            # missing one is not evidence of anything.
+            continue
+        missing.append(n.text)
+        # Same quantity, different number: the aligned sentence talks about the same thing
+        # (most claim words present) and has a number of the same kind with another value.
+        if best_cov >= 0.6:
+            for e in aligned_numbers:
+                same_kind = (
+                    (n.is_year and e.is_year)
+                    or (n.unit and n.unit == e.unit)
+                    or (n.noun and n.noun == e.noun and not n.is_year and not e.is_year)
+                )
+                if same_kind:
+                    conflicts.append((n.text, e.text))
+                    break
+
+    ev_lower = evidence.lower()
+    ev_stems = {stem(t) for t in tokens(evidence)}
+    claim_entities = entities(claim)
+    missing_entities = [
+        ent
+        for ent in claim_entities
+        if ent.lower() not in ev_lower and not all(stem(t) in ev_stems for t in tokens(ent))
+    ]
+
+    # Negation is judged against the single sentence that covers the claim best (a neighbour's
+    # "not" is about something else), and only where the negated words are shared: "will not
+    # benefit" against "could benefit" flips; "no definitive answer" beside the claim does not.
+    negation_flip = False
+    if claim_words and sent_words:
+        k = max(range(len(sents)), key=lambda i: len(claim_words & sent_words[i]))
+        if len(claim_words & sent_words[k]) / len(claim_words) >= 0.7:
+            sentence = sents[k]
+            claim_negated = _scoped_negations(claim, sent_words[k]) > 0
+            sentence_negated = _scoped_negations(sentence, claim_words) > 0
+            negation_flip = (claim_negated and negation_count(sentence) == 0) or (
+                sentence_negated and negation_count(claim) == 0
+            )
+
+    return Consistency(
+        coverage=cov,
+        sentence_coverage=best_cov,
+        aligned=aligned,
+        missing_numbers=tuple(missing),
+        conflicting_numbers=tuple(conflicts),
+        missing_entities=tuple(missing_entities),
+        n_entities=len(claim_entities),
+        n_numbers=len(claim_numbers),
+        negation_flip=negation_flip,
+    )

