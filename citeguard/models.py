@@ -11,9 +11,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+
+# Sets serialise sorted: a replayed verdict must be byte-identical, whatever the hash seed.
+UrlSet = Annotated[
+    frozenset[str], PlainSerializer(lambda s: sorted(s), return_type=list[str], when_used="always")
+]
 
 
 class _Model(BaseModel):
@@ -195,6 +200,7 @@ class SearchRecord(_Model):
     query: str
     provider: str = "default"
     results: list[SearchResult] = Field(default_factory=list)
+    raw: Any = Field(default=None, repr=False)  # what the search function returned, JSON-safe
     elapsed_ms: float = 0.0
 
 
@@ -299,6 +305,28 @@ class CitationReport(_Model):
         return self.status.outcome
 
 
+class ClaimCheck(_Model):
+    """One (claim, cited URL) pair: is the passage on the page and does it entail the claim?"""
+
+    claim_index: int
+    url: str
+    status: CitationStatus
+    reason: str
+    quote: str | None = None
+    passage: PassageMatch | None = None
+    entailment: EntailmentScore | None = None
+
+
+class ClaimReport(_Model):
+    """Per-claim support: the view users actually see."""
+
+    index: int
+    text: str
+    checks: list[ClaimCheck] = Field(default_factory=list)
+    supported: bool | None = None  # None: the claim cites nothing
+    support: float | None = None  # best entailment score among its citations
+
+
 AxisName = Literal["validity", "diversity", "freshness", "query"]
 AXES: tuple[AxisName, ...] = ("validity", "diversity", "freshness", "query")
 
@@ -322,9 +350,9 @@ class Verdict(_Model):
     passed: bool
     axes: dict[str, AxisResult]
     citations: list[CitationReport] = Field(default_factory=list)
-    claims: list[Claim] = Field(default_factory=list)
+    claims: list[ClaimReport] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)  # answer-level (parse) findings
-    offending_urls: frozenset[str] = frozenset()
+    offending_urls: UrlSet = frozenset()
     elapsed_ms: float = 0.0
 
 
@@ -334,7 +362,7 @@ class Attempt(_Model):
     number: int  # 1-based
     answer: str
     verdict: Verdict
-    excluded_urls: frozenset[str] = frozenset()
+    excluded_urls: UrlSet = frozenset()
     feedback: str | None = None
     elapsed_ms: float = 0.0
     cost: float | None = None

@@ -1,0 +1,108 @@
+"""Turn a failed verdict into what the answer function needs to do better, or strip the answer.
+
+``render_feedback`` writes the short message an LLM can act on; ``Feedback`` carries the same
+content as data. ``strip_answer`` removes failing citations and the claims that relied only on
+them, for ``Policy.on_fail="strip"``.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from citeguard.models import Answer, Finding, Severity, UrlSet, Verdict
+
+
+class Feedback(BaseModel):
+    """Structured feedback handed to the answer function on regeneration."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempt: int
+    exclude_urls: UrlSet
+    findings: list[Finding] = Field(default_factory=list)
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+_AXIS_HINT = {
+    "validity": "Cite only pages that load and that state what you claim; quote them verbatim.",
+    "diversity": "Draw on more independent sources (different sites, and primary sources).",
+    "freshness": "Use recent sources and say as of when the information holds.",
+    "query": "Search with the user's exact constraints (years, versions, regions, numbers).",
+}
+
+
+def render_feedback(verdict: Verdict, *, attempt: int, exclude_urls: frozenset[str]) -> Feedback:
+    """Build the feedback for the next attempt from a failed verdict."""
+    lines = [f"Your answer (attempt {attempt}) was rejected by the citation guard."]
+    errors = [
+        f
+        for axis in verdict.axes.values()
+        for f in axis.findings
+        if f.severity is Severity.ERROR and (axis.gating or axis.name == "query")
+    ]
+    for axis in verdict.axes.values():
+        if axis.evaluated and not axis.passed:
+            lines.append(f"- {axis.name} failed. {_AXIS_HINT.get(axis.name, '')}".rstrip())
+    for f in errors[:12]:
+        lines.append(f"  * {f.message}")
+    if len(errors) > 12:
+        lines.append(f"  * … and {len(errors) - 12} more findings")
+    if exclude_urls:
+        lines.append("Do not cite these URLs again: " + ", ".join(sorted(exclude_urls)))
+    return Feedback(
+        attempt=attempt, exclude_urls=exclude_urls, findings=errors, message="\n".join(lines)
+    )
+
+
+def strip_answer(answer: Answer, offending_urls: frozenset[str]) -> tuple[str, int, int]:
+    """Remove failing citations, and claims that relied only on them.
+
+    Returns (text, claims removed, citation markers removed). Offending URLs may be given raw or
+    normalised.
+    """
+    bad = {
+        i
+        for i, c in enumerate(answer.citations)
+        if c.url in offending_urls or (c.normalized_url or "") in offending_urls
+    }
+    cuts: list[tuple[int, int]] = []
+    removed_claims = 0
+    for claim in answer.claims:
+        if not claim.citation_indices:
+            continue
+        if all(i in bad for i in claim.citation_indices):
+            cuts.append((claim.start, claim.end))
+            removed_claims += 1
+    in_cut = [
+        i
+        for i in bad
+        if answer.citations[i].start >= 0
+        and not any(s <= answer.citations[i].start < e for s, e in cuts)
+    ]
+    cuts.extend((answer.citations[i].start, answer.citations[i].end) for i in in_cut)
+    text = answer.text
+    # a link keeps its words; only the link goes
+    labels = {
+        (answer.citations[i].start, answer.citations[i].end): answer.citations[i].label or ""
+        for i in in_cut
+        if answer.citations[i].kind in ("inline_link", "html_anchor", "reference_link")
+    }
+    for start, end in sorted(cuts, reverse=True):
+        text = text[:start] + labels.get((start, end), "") + text[end:]
+    # the reference-list lines of removed URLs
+    kept_lines = []
+    for line in text.splitlines(keepends=True):
+        if any(u in line for u in offending_urls) and _looks_like_reference(line):
+            continue
+        kept_lines.append(line)
+    text = "".join(kept_lines)
+    text = "\n".join(" ".join(part.split(" ")).rstrip() for part in text.split("\n")).strip()
+    return text, removed_claims, len(in_cut)
+
+
+def _looks_like_reference(line: str) -> bool:
+    s = line.strip()
+    return bool(s) and (s[0] == "[" or s[0].isdigit() or s.startswith(("-", "*")))

@@ -1,0 +1,65 @@
+"""The README's main command: the bundled scenario replays offline, identically, and passes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from citeguard import CitationStatus, GuardResult
+from citeguard.demo import run_scenario
+
+
+@pytest.fixture(scope="module")
+def replayed() -> GuardResult:
+    return asyncio.run(run_scenario())
+
+
+def test_demo_fails_first_then_passes(replayed: GuardResult) -> None:
+    assert replayed.passed and replayed.outcome == "passed"
+    assert len(replayed.attempts) == 2
+    first = replayed.attempts[0].verdict
+    statuses = {c.status for c in first.citations}
+    assert CitationStatus.NOT_FOUND in statuses  # the dead URL
+    assert CitationStatus.PASSAGE_MISSING in statuses  # the invented quote
+    assert not first.axes["freshness"].passed  # the stale source and no caveat
+    fresh_codes = {f.code for f in first.axes["freshness"].findings}
+    assert "freshness.missing_caveat" in fresh_codes
+    final = replayed.verdict
+    assert all(final.axes[a].passed for a in ("validity", "diversity", "freshness"))
+    assert not (replayed.attempts[1].excluded_urls & {c.url for c in final.citations})
+
+
+def test_replay_opens_no_socket(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("replay tried to open a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    result = asyncio.run(run_scenario())
+    assert result.passed
+
+
+def test_replay_is_byte_identical_across_processes() -> None:
+    outs = []
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run(
+            [sys.executable, "-m", "citeguard.cli", "demo", "--json"],
+            capture_output=True,
+            env=env,
+            timeout=180,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+        outs.append(proc.stdout)
+    assert outs[0] == outs[1]
+    data = json.loads(outs[0])
+    assert data["passed"] is True and len(data["attempts"]) == 2
