@@ -64,6 +64,7 @@ from citeguard.policy import (
 from citeguard.snapshot import SnapshotMode, SnapshotStore, SQLiteSnapshotStore
 from citeguard.web.fetch import Fetcher, Resolver, StaticResolver
 from citeguard.web.page import extract_page
+from citeguard.web.urls import UrlProblem, normalize_url, registrable_domain
 
 __version__ = "0.1.0"
 
@@ -120,6 +121,7 @@ __all__ = [
     "SourceKind",
     "StaticResolver",
     "Synthesis",
+    "UrlProblem",
     "Verdict",
     "WordOverlapEntailer",
     "__version__",
@@ -130,8 +132,10 @@ __all__ = [
     "find_paraphrase",
     "find_passage",
     "make_entailer",
+    "normalize_url",
     "parse_answer",
     "prepare_text",
+    "registrable_domain",
     "score_query",
     "text_fragment_url",
 ]

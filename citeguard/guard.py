@@ -123,6 +123,8 @@ class Guard:
         self._entailer: Entailer | None = entailer if self._entailer_given else None
         self._fetcher: Fetcher | SnapshotFetcher | None = None
         self._pages: OrderedDict[tuple[str, str], ExtractedPage] = OrderedDict()
+        # extractions in progress, shared by concurrent checks that cite the same page
+        self._extracting: dict[tuple[str, str], asyncio.Task[ExtractedPage]] = {}
         self.tracing = Tracing(tracer_provider, now=self._now)
         self._snapshot_ready = False
 
@@ -187,16 +189,19 @@ class Guard:
                 self.policy.entailment.check_entailment and self.policy.entailment.backend != "none"
             )
             fetcher = self._get_fetcher()
+            regime = classify_freshness(question, now=self._now()).regime
+            wants_dates = self.policy.freshness.enabled and regime is not Regime.INSENSITIVE
+            early: dict[str, asyncio.Future[ExtractedPage | None]] = {}
             with self.tracing.span(
                 "citeguard.fetch", kind="TOOL", input=f"{len(urls)} URLs"
             ) as fetch_span:
-                fetched = await fetcher.fetch_all(
-                    urls, want_body=need_body, deadline=self.policy.fetch.answer_deadline
+                fetched = await self._fetch_all(
+                    fetcher, urls, want_body=need_body, date_fallback=wants_dates, early=early
                 )
-            regime = classify_freshness(question, now=self._now()).regime
-            wants_dates = self.policy.freshness.enabled and regime is not Regime.INSENSITIVE
             extracted = (
-                await self._extract_all(fetched, date_fallback=wants_dates) if need_body else {}
+                await self._extract_all(fetched, date_fallback=wants_dates, early=early)
+                if need_body
+                else {}
             )
             pages = {u: e.page for u, e in extracted.items()}
             retrieved: frozenset[str] | None = None
@@ -275,55 +280,114 @@ class Guard:
             )
         return parse_answer(answer, allowed_schemes=schemes)
 
+    async def _fetch_all(
+        self,
+        fetcher: Fetcher | SnapshotFetcher,
+        urls: Sequence[str],
+        *,
+        want_body: bool,
+        date_fallback: bool,
+        early: dict[str, asyncio.Future[ExtractedPage | None]],
+    ) -> dict[str, FetchResult]:
+        """Fetch every URL within the answer deadline.
+
+        With bodies, each page's extraction starts (into ``early``) as soon as its own fetch
+        completes, so parsing overlaps the wait for the slowest URL instead of following it
+        (measured: ~3 ms a page, 150 ms for a 50-citation answer when done after the fetches).
+        """
+        deadline = self.policy.fetch.answer_deadline
+        if not want_body or len(urls) < 2:
+            return await fetcher.fetch_all(urls, want_body=want_body, deadline=deadline)
+
+        async def one(url: str) -> FetchResult:
+            res = (await fetcher.fetch_all([url], want_body=True, deadline=deadline))[url]
+            early[url] = asyncio.ensure_future(self._extract_one(url, res, date_fallback))
+            return res
+
+        distinct = list(dict.fromkeys(urls))
+        results = await asyncio.gather(*(one(u) for u in distinct))
+        return dict(zip(distinct, results, strict=True))
+
     async def _extract_all(
-        self, fetched: Mapping[str, FetchResult], *, date_fallback: bool
+        self,
+        fetched: Mapping[str, FetchResult],
+        *,
+        date_fallback: bool,
+        early: Mapping[str, asyncio.Future[ExtractedPage | None]] | None = None,
     ) -> dict[str, ExtractedPage]:
         """Extract every fetched body once (per content hash), off the event loop."""
-        loop = asyncio.get_running_loop()
-        out: dict[str, ExtractedPage] = {}
-        jobs: dict[str, asyncio.Future[ExtractedPage]] = {}
-        # htmldate's fallback costs ~3 ms a page; only questions whose freshness matters pay it
-        version = EXTRACTION_VERSION + ("+dates" if date_fallback else "")
-        keys: dict[str, tuple[str, str]] = {}
+        jobs: dict[str, asyncio.Future[ExtractedPage | None]] = {}
         for url, res in fetched.items():
-            if res.body is None or not res.status.is_ok():
-                continue
-            digest = hashlib.blake2b(res.body, digest_size=16).hexdigest()
-            key = keys[url] = (url + "#" + digest, version)
-            hit = self._pages.get(key)
-            if hit is not None:
-                self._pages.move_to_end(key)
-                out[url] = hit
-                continue
-            stored = None
-            if self.cache is not None:
-                stored = await self.cache.get_page(key[0], version)
-            # HTML parsing, PDF text and text normalisation are CPU work: keep them off the loop
-            jobs[url] = loop.run_in_executor(
-                None,
-                functools.partial(
-                    _extract,
-                    res.body,
-                    url=res.final_url or url,
-                    content_type=res.content_type,
-                    headers=res.headers,
-                    date_fallback=date_fallback,
-                    page=stored,
-                ),
-            )
+            job = early.get(url) if early else None
+            if job is None and res.body is not None and res.status.is_ok():
+                job = asyncio.ensure_future(self._extract_one(url, res, date_fallback))
+            if job is not None:
+                jobs[url] = job
+        out: dict[str, ExtractedPage] = {}
         if jobs:
             with self.tracing.span("citeguard.extract", kind="TOOL", input=f"{len(jobs)} pages"):
                 done = await asyncio.gather(*jobs.values())
-            record = self.cache is not None and self.snapshot_mode in (
-                SnapshotMode.RECORD,
-                SnapshotMode.REFRESH,
-            )
             for url, extracted in zip(jobs, done, strict=True):
-                out[url] = extracted
-                self._remember(keys[url], extracted)
-                if record and self.cache is not None:
-                    await self.cache.put_page(keys[url][0], version, extracted.page)
+                if extracted is not None:
+                    out[url] = extracted
         return out
+
+    async def _extract_one(
+        self, url: str, res: FetchResult, date_fallback: bool
+    ) -> ExtractedPage | None:
+        """The page of one fetched body: from the page cache, from an extraction of the same
+        body already in progress (concurrent checks citing one page share it), or extracted."""
+        if res.body is None or not res.status.is_ok():
+            return None
+        # htmldate's fallback costs ~3 ms a page; only questions whose freshness matters pay it
+        version = EXTRACTION_VERSION + ("+dates" if date_fallback else "")
+        digest = hashlib.blake2b(res.body, digest_size=16).hexdigest()
+        key = (url + "#" + digest, version)
+        hit = self._pages.get(key)
+        if hit is not None:
+            self._pages.move_to_end(key)
+            return hit
+        task = self._extracting.get(key)
+        if task is None:
+            task = asyncio.ensure_future(self._extract_body(key, url, res, date_fallback))
+            self._extracting[key] = task
+            task.add_done_callback(functools.partial(self._extracted, key))
+        # shielded: one cancelled check must not cancel the extraction other checks wait for
+        return await asyncio.shield(task)
+
+    def _extracted(self, key: tuple[str, str], task: asyncio.Task[ExtractedPage]) -> None:
+        if self._extracting.get(key) is task:
+            del self._extracting[key]
+        if not task.cancelled():
+            task.exception()  # retrieved here, so a failure nobody awaited is not logged twice
+
+    async def _extract_body(
+        self, key: tuple[str, str], url: str, res: FetchResult, date_fallback: bool
+    ) -> ExtractedPage:
+        assert res.body is not None
+        stored = None
+        if self.cache is not None:
+            stored = await self.cache.get_page(key[0], key[1])
+        # HTML parsing, PDF text and text normalisation are CPU work: keep them off the loop
+        extracted = await asyncio.get_running_loop().run_in_executor(
+            None,
+            functools.partial(
+                _extract,
+                res.body,
+                url=res.final_url or url,
+                content_type=res.content_type,
+                headers=res.headers,
+                date_fallback=date_fallback,
+                page=stored,
+            ),
+        )
+        self._remember(key, extracted)
+        if self.cache is not None and self.snapshot_mode in (
+            SnapshotMode.RECORD,
+            SnapshotMode.REFRESH,
+        ):
+            await self.cache.put_page(key[0], key[1], extracted.page)
+        return extracted
 
     def _remember(self, key: tuple[str, str], page: ExtractedPage) -> None:
         self._pages[key] = page
@@ -447,6 +511,7 @@ class Guard:
             call_kwargs["exclude_urls"] = frozenset(excluded)
             if accepts_feedback:
                 call_kwargs["feedback"] = feedback
+            searches_before = len(searches)
             with self.tracing.span(
                 "citeguard.synthesize",
                 kind="LLM",
@@ -473,6 +538,7 @@ class Guard:
                     verdict=verdict,
                     excluded_urls=frozenset(excluded),
                     feedback=feedback.message if feedback else None,
+                    searches=searches[searches_before:],
                     elapsed_ms=0.0
                     if self.snapshot_mode is SnapshotMode.REPLAY
                     else (time.perf_counter() - t0) * 1000.0,

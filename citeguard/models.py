@@ -364,6 +364,7 @@ class Attempt(_Model):
     verdict: Verdict
     excluded_urls: UrlSet = frozenset()
     feedback: str | None = None
+    searches: list[SearchRecord] = Field(default_factory=list)  # made during this attempt
     elapsed_ms: float = 0.0
     cost: float | None = None
     error: str | None = None  # the answer function raised
