@@ -163,6 +163,15 @@ def test_consistency_numbers_rounding_and_conflicts() -> None:
     # a number the evidence never mentions, with nothing comparable beside it: missing, no conflict
     absent = check_consistency("It employs 300 people.", "The firm is based in Leeds.")
     assert absent.missing_numbers == ("300",) and not absent.conflicting_numbers
+    # spelled-out counts: a different count of the same thing conflicts; mere absence does not
+    count = check_consistency(
+        "There are three high tides a day.", "There are two high tides a day."
+    )
+    assert count.conflicting_numbers == (("three", "two"),)
+    assert (
+        check_consistency("There are two reasons.", "The reasons are X and Y.").missing_numbers
+        == ()
+    )
 
 
 def test_consistency_negation_is_scoped() -> None:
@@ -231,6 +240,19 @@ async def test_local_changed_number_is_not_supported(local: LocalEntailer) -> No
     assert right.label == "supported", right.reason
     assert wrong.label == "contradicted"
     assert "4.5%" in wrong.reason and "3.5 percent" in wrong.reason
+
+
+async def test_local_number_absent_from_evidence_is_not_supported(local: LocalEntailer) -> None:
+    evidence = "The Golden Gate Bridge spans the strait at the entrance to San Francisco Bay."
+    with_year, without = await local.score(
+        [
+            ("The Golden Gate Bridge, opened in 1937, spans the strait.", evidence),
+            ("The Golden Gate Bridge spans the strait.", evidence),
+        ]
+    )
+    assert without.label == "supported", without.reason
+    assert with_year.label == "unsupported"
+    assert "1937" in with_year.reason
 
 
 async def test_local_negation_flip_is_contradicted(local: LocalEntailer) -> None:
@@ -332,6 +354,8 @@ async def test_word_overlap_baseline() -> None:
     assert (hit.label, miss.label, empty.label) == ("supported", "unsupported", "unsupported")
     assert hit.score == pytest.approx(1.0) and miss.score == 0.0
     assert isinstance(wo, Entailer)
+    for backend in (LocalEntailer(), JudgeEntailer("http://127.0.0.1:9", "m")):
+        assert isinstance(backend, Entailer)
 
 
 def test_make_entailer(tmp_path: Path) -> None:
@@ -433,6 +457,7 @@ def test_map_nli_labels() -> None:
         {0: "entailment", 1: "entailment", 2: "neutral"},
         {0: "neutral", 1: "contradiction"},
         {0: "entailment", 1: "neutral", 2: "positive"},
+        {"a": "entailment", "b": "neutral", "c": "contradiction"},
     ):
         with pytest.raises(EntailerError, match="cannot map the labels"):
             map_nli_labels(bad)
@@ -607,6 +632,17 @@ async def test_judge_503_then_200_is_retried(judge_server: JudgeServer) -> None:
         (s,) = await judge.score([PAIR])
     assert len(judge_server.requests) == 2
     assert s.label == "supported"
+
+
+async def test_judge_429_with_retry_after_is_retried(judge_server: JudgeServer) -> None:
+    judge_server.replies = [
+        lambda: web.Response(status=429, headers={"Retry-After": "0"}),
+        lambda: verdict("contradicted", 0.85),
+    ]
+    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", policy=FAST) as judge:
+        (s,) = await judge.score([PAIR])
+    assert len(judge_server.requests) == 2
+    assert s.label == "contradicted"
 
 
 async def test_judge_persistent_503_and_401(judge_server: JudgeServer) -> None:

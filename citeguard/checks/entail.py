@@ -397,20 +397,21 @@ class LocalWeights:
     Features, per evidence window: ``similarity`` — max cosine between the claim and one
     sentence; ``pair_similarity`` — cosine with the mean of the two closest sentences;
     ``coverage`` — share of claim content words in the best one- or two-sentence stretch;
-    ``window_coverage`` — the same share over the whole window; ``missing_numbers`` / ``missing_names`` — counts (capped at 3) of claim numbers and names the
-    window lacks; ``negation`` — 1 when the aligned sentence's negation differs from the claim's.
+    ``window_coverage`` — the same share over the whole window; ``missing_numbers`` /
+    ``missing_names`` — counts (capped at 3) of claim numbers and names the window lacks;
+    ``negation`` — 1 when the aligned sentence's negation differs from the claim's.
     The defaults were fitted on the even-sha1(id) half of the AttributionBench dev split
     (``python benchmarks/bench_entail.py --tune``), with the bias shifted so that the
     macro-F1-best cut-off on that half sits at P = 0.5, the default ``support_threshold``.
     """
 
-    bias: float = -3.506
-    similarity: float = 1.629
-    pair_similarity: float = 1.408
-    coverage: float = 1.455
-    window_coverage: float = 0.854
-    missing_numbers: float = -1.239
-    missing_names: float = -0.435
+    bias: float = -3.596
+    similarity: float = 1.635
+    pair_similarity: float = 1.429
+    coverage: float = 1.409
+    window_coverage: float = 0.886
+    missing_numbers: float = -1.172
+    missing_names: float = -0.437
     negation: float = -0.581
 
     def probability(self, x: Mapping[str, float]) -> float:
@@ -433,11 +434,13 @@ class LocalEntailer(_ExecutorOwner):
     model directory works. The model loads lazily on the first :meth:`score`, once, in the
     worker thread (``local_files_only``: it never downloads).
 
-    It says ``supported`` only when P(supported) reaches ``policy.support_threshold`` and no
-    conflict was found; ``contradicted`` only for a clear conflict in a window that is about the
-    claim (a number of the same kind with a different value, or a flipped negation); otherwise
-    ``unsupported``. ``weights`` replaces the fitted :class:`LocalWeights`; ``threads`` sets
-    torch's threads in the worker (default: all CPUs but one, so the event loop keeps a core).
+    It says ``supported`` only when P(supported) reaches ``policy.support_threshold``, every
+    number in the claim is in the evidence and no conflict was found; ``contradicted`` only for
+    a clear conflict in a window that is about the claim (a number of the same kind with a
+    different value, or a flipped negation); otherwise ``unsupported``.
+
+    ``weights`` replaces the fitted :class:`LocalWeights`; ``threads`` sets torch's threads in
+    the worker (default: all CPUs but one, so the event loop keeps a core).
     """
 
     name: str = "local"
@@ -577,7 +580,8 @@ class LocalEntailer(_ExecutorOwner):
             label: EntailmentLabel = "contradicted"
             reason = f"contradicted: {problems} ({facts})"
             contra = 1.0 - p
-        elif p >= self._policy.support_threshold:
+        elif p >= self._policy.support_threshold and not cons.missing_numbers:
+            # A number the evidence never states is not supported, however similar the rest.
             label = "supported"
             reason = f"supported: {facts}" + (f"; but {problems}" if problems else "")
             contra = 0.0
@@ -629,15 +633,19 @@ def map_nli_labels(
     """
     mapping: dict[int, EntailmentLabel] = {}
     unknown: list[str] = []
+    labels = dict(id2label)
     for key, raw in id2label.items():
         norm = re.sub(r"[^a-z]", "", str(raw).lower())
         target = _NLI_NAMES.get(norm)
+        try:
+            index = int(key)
+        except (TypeError, ValueError):
+            target = None
         if target is None:
             unknown.append(str(raw))
             continue
-        mapping[int(key)] = target
+        mapping[index] = target
     found = sorted(mapping.values())
-    labels = dict(sorted(id2label.items(), key=lambda kv: int(kv[0])))
     if unknown or "supported" not in found or len(set(found)) != len(found) or len(found) < 2:
         raise EntailerError(
             f"cannot map the labels of {model} to entailment/neutral/contradiction: "
