@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from citeguard.checks.entail import Entailer
+from citeguard.checks.entail import Entailer, evidence_windows
+from citeguard.checks.freshness import find_caveat
 from citeguard.checks.passage import (
     PreparedText,
     find_paraphrase,
@@ -92,18 +93,28 @@ def claim_text_without_markers(answer: Answer, claim: Claim) -> str:
         pos = c.end
     pieces.append(answer.text[pos : claim.end])
     text = " ".join("".join(pieces).split())
+    # "As of 2 December 2026, X is ..." — the caveat dates the answer, it is not a claim the
+    # source must back (the freshness axis checks it)
+    caveat = find_caveat(text)
+    if caveat is not None:
+        rest = (text[: caveat.start] + text[caveat.end :]).strip(" ,;:—–-")
+        text = rest[:1].upper() + rest[1:] if caveat.start == 0 else rest
     return text or claim.text
 
 
 def _evidence_window(text: str, match: PassageMatch | None, window_chars: int) -> str:
+    """The sentences around the matched passage (the whole text when nothing was matched)."""
     if not text:
         return ""
     if match is None or match.start < 0:
-        return text
-    half = max(window_chars // 2, 1)
-    lo = max(0, match.start - half)
-    hi = min(len(text), match.end + half)
-    return text[lo:hi]
+        return text  # the entailer windows it and keeps the best windows
+    # cut a bounded slice first so sentence splitting never walks the whole page
+    lo = max(0, match.start - window_chars)
+    hi = min(len(text), match.end + window_chars)
+    windows = evidence_windows(
+        text[lo:hi], window_chars=window_chars, around=(match.start - lo, match.end - lo)
+    )
+    return windows[0] if windows else text[lo:hi]
 
 
 def _passage_for(pair: _Pair, page: ExtractedPage, policy: Policy) -> PassageMatch:
