@@ -94,20 +94,28 @@ class _FarmProtocol(asyncio.Protocol):
             method, target, _version = lines[0].split(b" ", 2)
             if any(h.lower() == b"connection: close" for h in lines[1:]):
                 self.close_after = True
-            parts = target.decode("ascii", "replace").strip("/").split("/")
-            kind = parts[0]
-            delay = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else LATENCY_MS
-            if kind == "ok":
-                status, body = b"200 OK", b"<html><body><p>benchmark page</p></body></html>"
-            else:
-                status, body = b"404 Not Found", b"not found"
-            response = (
-                b"HTTP/1.1 " + status + b"\r\nContent-Type: text/html; charset=utf-8\r\n"
-                b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
-            )
-            if method != b"HEAD":
-                response += body
-            loop.call_later(delay / 1000, self._send, response)
+            response, delay_s = self.respond(method, target, lines[1:])
+            loop.call_later(delay_s, self._send, response)
+
+    def respond(self, method: bytes, target: bytes, headers: list[bytes]) -> tuple[bytes, float]:
+        """The response bytes for one request and the seconds to wait before sending them.
+
+        Subclasses (``benchmarks/web.py``) override this to serve other routes.
+        """
+        parts = target.decode("ascii", "replace").strip("/").split("/")
+        kind = parts[0]
+        delay = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else LATENCY_MS
+        if kind == "ok":
+            status, body = b"200 OK", b"<html><body><p>benchmark page</p></body></html>"
+        else:
+            status, body = b"404 Not Found", b"not found"
+        response = (
+            b"HTTP/1.1 " + status + b"\r\nContent-Type: text/html; charset=utf-8\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+        )
+        if method != b"HEAD":
+            response += body
+        return response, delay / 1000
 
     def _send(self, response: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():

@@ -16,6 +16,7 @@ import json
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -90,7 +91,11 @@ class Guard:
     disable entailment, or omitted to build the one ``policy.entailment.backend`` names.
     ``resolver``: e.g. ``StaticResolver({"news.example.com": "127.0.0.1"})``. ``cache`` and
     ``snapshot_mode``: a :class:`SnapshotStore` to record or replay every web interaction.
-    ``now``: the clock for freshness (injectable for tests).
+    ``now``: the clock for freshness (injectable for tests). ``extract_executor``: where page
+    extraction runs (default: the loop's thread pool). A service with many answers in flight
+    can pass a ``ProcessPoolExecutor`` (e.g. ``ProcessPoolExecutor(1, initializer=os.nice,
+    initargs=(10,))``): extraction threads compete with the event loop for the GIL and the CPU,
+    which raises its lag (benchmarks/README.md). The Guard does not shut it down.
     """
 
     def __init__(
@@ -104,6 +109,7 @@ class Guard:
         tracer_provider: Any = None,
         now: Callable[[], datetime] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        extract_executor: Executor | None = None,
     ) -> None:
         self.policy = policy if policy is not None else Policy()
         if not isinstance(self.policy, Policy):
@@ -125,6 +131,7 @@ class Guard:
         self._pages: OrderedDict[tuple[str, str], ExtractedPage] = OrderedDict()
         # extractions in progress, shared by concurrent checks that cite the same page
         self._extracting: dict[tuple[str, str], asyncio.Task[ExtractedPage]] = {}
+        self._extract_executor = extract_executor
         self.tracing = Tracing(tracer_provider, now=self._now)
         self._snapshot_ready = False
 
@@ -370,7 +377,7 @@ class Guard:
             stored = await self.cache.get_page(key[0], key[1])
         # HTML parsing, PDF text and text normalisation are CPU work: keep them off the loop
         extracted = await asyncio.get_running_loop().run_in_executor(
-            None,
+            self._extract_executor,
             functools.partial(
                 _extract,
                 res.body,
@@ -416,7 +423,8 @@ class Guard:
                 provider=name,
                 results=normalize_search_results(raw),
                 raw=_json_safe(raw),
-                elapsed_ms=elapsed * 1000.0,
+                # replays are compared byte for byte: wall-clock times are zeroed there
+                elapsed_ms=0.0 if guard.snapshot_mode is SnapshotMode.REPLAY else elapsed * 1000.0,
             )
             runs = _RUN_SEARCHES.get()
             if runs is not None:

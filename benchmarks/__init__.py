@@ -1,0 +1,6 @@
+"""citeguard's benchmark suite: ``python -m benchmarks`` (see ``benchmarks/README.md``).
+
+The ``bench_*.py`` scripts measure one stage each and still run on their own; the suite
+(:mod:`benchmarks.scenarios`) imports them, adds the end-to-end scenarios on a loopback web
+(:mod:`benchmarks.web`) and writes ``results/suite.json``, ``results/SUMMARY.md`` and plots.
+"""

@@ -1,0 +1,349 @@
+"""Turn the suite's results into ``SUMMARY.md`` and PNG plots (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+
+def _f(x: Any, digits: int = 2) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "–"
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += [
+        "| " + " | ".join(_f(c) if not isinstance(c, str) else c for c in r) + " |" for r in rows
+    ]
+    return [*out, ""]
+
+
+def summary_markdown(results: dict[str, Any]) -> str:
+    """The Markdown summary: a targets table, then one table per scenario."""
+    meta = results["meta"]
+    sc: dict[str, Any] = results["scenarios"]
+    lines = [
+        "# citeguard benchmark summary",
+        "",
+        f"Run {meta['started']} · seed {meta['seed']} · size `{meta['size']}` · "
+        f"Python {meta['python']} · {meta['cpus']} CPUs · load average at start "
+        f"{meta['loadavg_start']} · {meta['elapsed_s']:.0f} s. "
+        "Absolute times are context on a shared machine; the ratios (measured in the same run, "
+        "contenders interleaved) are the result. Regenerate with `python -m benchmarks`.",
+        "",
+        "## Targets",
+        "",
+    ]
+    rows = []
+    for name, res in sc.items():
+        for t in res.get("targets", []):
+            rows.append([name, t["name"], t["target"], _f(t["value"], 3), t["met"]])
+    lines += _table(["scenario", "what", "target", "measured", "met"], rows)
+
+    g = sc.get("guard")
+    if g and "rows" in g:
+        lines += ["## Guard verification time vs the slowest URL (ideal 1.0)", ""]
+        lines += [f"Question: “{g['question']}”. " + " ".join(g.get("notes", [])), ""]
+        rows = [
+            [
+                r["entailment"],
+                r["citations"],
+                r["guard_ms_median"],
+                r["slowest_alone_ms_median"],
+                r["added_ms_median"],
+                _f(r["ratio_median"], 3),
+                _f(r["ratio_max"], 3),
+                r["reps"],
+            ]
+            for r in g["rows"].values()
+        ]
+        lines += _table(
+            [
+                "entailment",
+                "citations",
+                "guard ms (median)",
+                "slowest URL alone ms",
+                "added ms",
+                "ratio (median)",
+                "ratio (worst)",
+                "reps",
+            ],
+            rows,
+        )
+        to = g.get("timeout_answer", {})
+        if "ratio_to_url_timeout_median" in to:
+            lines += [
+                f"An answer of 10 citations, one on a host that never answers: "
+                f"{_f(to['ratio_to_url_timeout_median'], 3)} × the URL timeout "
+                f"({to['url_timeout_s']} s; ideal 1.0).",
+                "",
+            ]
+    t = sc.get("throughput")
+    if t and "runs" in t:
+        lines += ["## URL-check throughput (same URLs, same farm, same run)", ""]
+        for n, run in t["runs"].items():
+            lines += [f"**{n} URLs** ({run['kinds']}):", ""]
+            rows = []
+            for name, c in run["contenders"].items():
+                ratio = run["throughput_ratios"].get(f"citeguard_vs_{name}")
+                label = name + (
+                    f" (first {run['sequential_measured_urls']} URLs, scaled)"
+                    if name == "sequential" and run["sequential_scaled"]
+                    else ""
+                )
+                rows.append(
+                    [
+                        label,
+                        c["wall_s_median"],
+                        c["urls_per_s"],
+                        "1.00" if name == "citeguard" else _f(ratio, 3),
+                        f"{c['tally'].get('ok')} ok / {c['tally'].get('errors')} broken",
+                        len(c["walls"]),
+                    ]
+                )
+            lines += _table(
+                ["contender", "wall s", "URLs/s", "citeguard speed ÷ this", "verdicts", "runs"],
+                rows,
+            )
+        lines += [
+            f"lychee: {t.get('lychee') or t.get('lychee_missing')} "
+            f"(`{' '.join(t.get('lychee_args', []))}`); LinkChecker: "
+            f"{t.get('linkchecker') or t.get('linkchecker_missing')} (10 threads, no robots.txt, "
+            "no recursion, rate cap lifted). citeguard: `Fetcher.fetch_all(want_body=False)` "
+            "(HEAD, GET fallback) with its default limits; `citeguard_get` fetches bodies, as the "
+            "guard does; `citeguard_by_name` reaches hosts by name through StaticResolver.",
+            "",
+        ]
+    e = sc.get("extract")
+    if e and "median_ms" in e:
+        lines += ["## Extraction + passage matching per page", ""]
+        rows = [[k, v] for k, v in e["median_ms"].items()]
+        rows.append(
+            ["citeguard extraction + matching per page", e["extract_and_match_ms_per_page"]]
+        )
+        lines += _table(["median ms", "value"], rows)
+        lines += _table(["ratio", "value"], [[k, _f(v, 3)] for k, v in e["ratios"].items()])
+    elif e:
+        lines += ["## Extraction", "", f"Skipped: {e.get('skipped')}", ""]
+    en = sc.get("entail")
+    if en and "backends" in en:
+        lines += ["## Entailment throughput", "", f"Pairs: {en['source']}.", ""]
+        rows = [
+            [
+                k,
+                s,
+                v[s]["pairs"],
+                v[s]["pairs_per_second"],
+                v[s]["warm_seconds_median"],
+                v["cold_seconds"],
+                v[s]["lag_p99_ms"],
+                v[s]["lag_max_ms"],
+            ]
+            for k, v in en["backends"].items()
+            for s in en["sets"]
+        ]
+        lines += _table(
+            [
+                "backend",
+                "pair set",
+                "pairs",
+                "pairs/s",
+                "warm s",
+                "cold s",
+                "loop lag p99 ms",
+                "loop lag max ms",
+            ],
+            rows,
+        )
+        lines += [
+            "Ratios: "
+            + ", ".join(f"{k} {_f(v, 3)}" for k, v in en["ratios"].items())
+            + ". Not measured: "
+            + "; ".join(f"{k}: {v}" for k, v in en["not_measured"].items() if v),
+            "",
+        ]
+    s = sc.get("snapshot")
+    if s and "replay" in s:
+        lines += ["## Replay from a snapshot (10-URL answer)", ""]
+        lines += _table(
+            ["mode", "median ms", "p95 ms"],
+            [
+                ["replay (store open)", s["replay"]["median_ms"], s["replay"]["p95_ms"]],
+                ["replay (cold store)", s["cold_replay"]["median_ms"], s["cold_replay"]["p95_ms"]],
+                ["live loopback", s["live_loopback"]["median_ms"], s["live_loopback"]["p95_ms"]],
+                ["record", s["record"]["median_ms"], s["record"]["p95_ms"]],
+            ],
+        )
+        lines += [
+            f"Replay / live loopback = {_f(s['replay_over_live_loopback'], 4)}; "
+            f"record / live = {_f(s['record_over_live_loopback'], 3)}.",
+            "",
+        ]
+    i = sc.get("inflight")
+    if i and "wall_s_median" in i:
+        lines += [f"## {i['answers']} guarded answers in flight (entailment {i['entailment']})", ""]
+        lines += _table(
+            ["measure", "value"],
+            [
+                ["wall s (median)", i["wall_s_median"]],
+                ["answers/s", i["answers_per_s"]],
+                ["bare aiohttp GET of the same URLs, s", i["bare_aiohttp_wall_s_median"]],
+                ["wall ÷ bare aiohttp", _f(i["ratio_wall_vs_bare_aiohttp"], 3)],
+                ["passed / attempts", f"{i['passed']} / {i['attempts']}"],
+                ["event-loop lag p99 ms (median of runs)", i["loop_lag_p99_ms_median"]],
+                ["idle-loop lag p99 ms", i["idle_loop_lag"]["p99_ms"]],
+                [
+                    "extraction in a niced worker process: wall s / answers/s / lag p99 ms",
+                    f"{_f(i['process_pool']['wall_s_median'])} / "
+                    f"{_f(i['process_pool']['answers_per_s'])} / "
+                    f"{_f(i['process_pool']['loop_lag_p99_ms_median'])}",
+                ],
+                ["tracemalloc peak MiB", i["tracemalloc_peak_mb"]],
+                ["ru_maxrss growth MiB", i["maxrss_growth_mb"]],
+                [
+                    "open fds before / after close",
+                    f"{i['fds']['before']} / {i['fds']['after_close']} "
+                    f"(after the traced pass {i['fds']['after_traced_pass']})",
+                ],
+            ],
+        )
+    a = sc.get("axes")
+    if a and "diversity" in a:
+        lines += ["## Answer-level axes", ""]
+        d, q = a["diversity"], a["query"]
+        rows = [
+            ["check_diversity µs/answer", d["us_per_answer_domain_given"]],
+            ["count distinct hosts (baseline) µs/answer", d["us_per_answer_baseline_urlsplit"]],
+            ["score_query µs/pair", q["us_per_pair"]],
+            ["tokenise (baseline) µs/pair", q["us_per_pair_baseline_tokenise"]],
+        ]
+        acc = a.get("regime_accuracy")
+        if acc:
+            rows.append(
+                ["freshness regime accuracy, held-out half", acc["held_out_half"]["accuracy"]]
+            )
+        lines += _table(["measure", "value"], rows)
+    skipped = [f"- {k}: {v['skipped']}" for k, v in sc.items() if "skipped" in v]
+    if skipped:
+        lines += ["## Skipped", "", *skipped, ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_plots(results: dict[str, Any], out: Path) -> list[str]:
+    """Write the PNG plots; returns the file names written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    written: list[str] = []
+    sc = results["scenarios"]
+    g = sc.get("guard")
+    if g and g.get("rows"):
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        for mode in g["modes"]:
+            rows = [r for r in g["rows"].values() if r["entailment"] == mode]
+            ax.plot(
+                [r["citations"] for r in rows],
+                [r["ratio_median"] for r in rows],
+                marker="o",
+                label=f"entailment {mode}",
+            )
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.set_yscale("log")  # entailment-on ratios are an order of magnitude above the rest
+        ax.plot([10], [1.15], "rv", label="target (10: 1.15, 50: 1.3)")
+        ax.plot([50], [1.3], "rv")
+        ax.set_xlabel("citations in the answer")
+        ax.set_ylabel("guard time ÷ slowest URL alone (log)")
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_title("Guard verification time vs the slowest URL")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(out / "guard_latency.png", dpi=110)
+        plt.close(fig)
+        written.append("guard_latency.png")
+    t = sc.get("throughput")
+    if t and t.get("runs"):
+        runs = t["runs"]
+        fig, axs = plt.subplots(1, len(runs), figsize=(5.2 * len(runs), 4.0), squeeze=False)
+        for ax, (n, run) in zip(axs[0], runs.items(), strict=True):
+            names = list(run["contenders"])
+            vals = [run["contenders"][k]["urls_per_s"] for k in names]
+            colors = ["tab:blue" if k.startswith("citeguard") else "tab:grey" for k in names]
+            ax.barh(names, vals, color=colors)
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_xlabel("URLs checked per second (log)")
+            ax.set_title(f"{n} URLs")
+        fig.suptitle("URL-check throughput on the loopback web")
+        fig.tight_layout()
+        fig.savefig(out / "throughput.png", dpi=110)
+        plt.close(fig)
+        written.append("throughput.png")
+    e = sc.get("extract")
+    if e and e.get("median_ms"):
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        names = ["citeguard extract + match", "trafilatura.extract", "htmldate.find_date"]
+        vals = [
+            e["extract_and_match_ms_per_page"],
+            e["median_ms"]["trafilatura_extract"],
+            e["median_ms"]["htmldate_find_date"],
+        ]
+        ax.barh(names, vals, color=["tab:blue", "tab:grey", "tab:grey"])
+        ax.set_xlabel("median ms per page")
+        ax.set_title(f"Extraction per page ({e['pages']} pages)")
+        fig.tight_layout()
+        fig.savefig(out / "extract.png", dpi=110)
+        plt.close(fig)
+        written.append("extract.png")
+    en = sc.get("entail")
+    if en and en.get("backends"):
+        fig, ax = plt.subplots(figsize=(6.4, 3.0))
+        set_name = "short" if "short" in en["sets"] else next(iter(en["sets"]))
+        names = list(en["backends"])
+        ax.barh(names, [en["backends"][k][set_name]["pairs_per_second"] for k in names])
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("pairs per second (log)")
+        ax.set_title(f"Entailment throughput ({set_name} pairs)")
+        fig.tight_layout()
+        fig.savefig(out / "entail.png", dpi=110)
+        plt.close(fig)
+        written.append("entail.png")
+    i = sc.get("inflight")
+    if i and i.get("loop_lag"):
+        fig, ax = plt.subplots(figsize=(6.4, 3.0))
+        pooled = i.get("process_pool", {}).get("loop_lag", [])
+        labels = (
+            ["idle loop"]
+            + [f"threads, run {k + 1}" for k in range(len(i["loop_lag"]))]
+            + [f"worker process, run {k + 1}" for k in range(len(pooled))]
+        )
+        runs = [i["idle_loop_lag"], *i["loop_lag"], *pooled]
+        p99 = [x["p99_ms"] for x in runs]
+        mx = [x["max_ms"] for x in runs]
+        ax.barh(labels, mx, color="tab:grey", label="max")
+        ax.barh(labels, p99, color="tab:blue", label="p99")
+        ax.axvline(20, color="red", ls=":", label="target p99 < 20 ms")
+        ax.set_xlabel("event-loop lag, ms")
+        ax.set_title(
+            f"{i['answers']} guarded answers in flight (extraction in threads / a process)"
+        )
+        ax.legend(loc="lower right")
+        fig.tight_layout()
+        fig.savefig(out / "inflight_lag.png", dpi=110)
+        plt.close(fig)
+        written.append("inflight_lag.png")
+    return written

@@ -1,0 +1,157 @@
+"""Smoke test of the benchmark suite: every scenario at its tiniest, so the suite cannot rot.
+
+No timing asserts (speed targets live in the suite's own report); this checks that each
+scenario runs against the real loopback web, real tools and real data, and returns results of
+the documented shape with finite, positive ratios.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.__main__ import main, run_suite, write_results  # noqa: E402
+from benchmarks.scenarios import SCENARIOS, Config  # noqa: E402
+from benchmarks.web import LoopbackWeb, build_answer, delay_ms  # noqa: E402
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="127.0.0.2+ loopback is Linux")
+
+
+def _positive(x: Any) -> bool:
+    return isinstance(x, int | float) and math.isfinite(x) and x > 0
+
+
+@pytest.fixture(scope="module")
+def suite() -> dict[str, Any]:
+    import asyncio
+
+    return asyncio.run(run_suite(Config(seed=3, size="smoke"), list(SCENARIOS), log=False))
+
+
+def test_web_is_deterministic_and_serves_real_pages() -> None:
+    with LoopbackWeb(5, n_hosts=3) as web:
+        a = web.plan(6, tag="x", distinct_pages=True)
+        b = web.plan(6, tag="x", distinct_pages=True)
+        assert a == b
+        assert [u.delay_ms for u in a] == [u.delay_ms for u in b]
+        answer = build_answer(web, a)
+        assert all(web.url(u) in answer for u in a)
+        resolver = web.resolver()
+        assert resolver.hosts == {h.name for h in web.hosts}
+    assert all(h.kind == "fixed" for h in web.hosts)  # the first hosts have fixed latencies
+    if (DATA / "passages" / "passages.jsonl").is_file():
+        assert not web.pages.generated
+    from benchmarks.web import DEFAULT_HOSTS
+
+    slow = next(h for h in DEFAULT_HOSTS if h.kind == "lognormal")
+    assert delay_ms(1, slow, "/p/1/a") == delay_ms(1, slow, "/p/1/a")
+    assert delay_ms(1, DEFAULT_HOSTS[-1], "/p/1/a") is None  # the timeout host
+
+
+def test_guard_latency(suite: dict[str, Any]) -> None:
+    g = suite["scenarios"]["guard"]
+    assert g["rows"], g
+    for row in g["rows"].values():
+        assert _positive(row["ratio_median"]) and _positive(row["guard_ms_median"])
+        assert _positive(row["slowest_alone_ms_median"])
+        assert sum(row["statuses"].values()) >= row["citations"]
+    assert {r["entailment"] for r in g["rows"].values()} == set(g["modes"])
+    to = g["timeout_answer"]
+    assert _positive(to["ratio_to_url_timeout_median"])
+    assert to["statuses"].get("timeout", 0) >= 1
+
+
+def test_throughput(suite: dict[str, Any]) -> None:
+    t = suite["scenarios"]["throughput"]
+    run = t["runs"]["20"]
+    contenders = run["contenders"]
+    assert {"citeguard", "aiohttp_head", "sequential"} <= set(contenders)
+    for name, c in contenders.items():
+        assert _positive(c["urls_per_s"]), name
+    for name, r in run["throughput_ratios"].items():
+        assert _positive(r), name
+    # every checker agrees on which URLs are broken (404s), the redirects being followed
+    broken = {name: c["tally"]["errors"] for name, c in contenders.items() if name != "sequential"}
+    assert len(set(broken.values())) == 1, broken
+    if t["lychee"] is None:
+        assert "lychee_missing" in t
+    if t["linkchecker"] is None:
+        assert "linkchecker_missing" in t
+
+
+def test_extraction(suite: dict[str, Any]) -> None:
+    e = suite["scenarios"]["extract"]
+    if not (DATA / "passages" / "passages.jsonl").is_file():
+        assert "skipped" in e
+        return
+    assert e["pages"] == 2
+    for name, r in e["ratios"].items():
+        assert _positive(r), name
+
+
+def test_entailment(suite: dict[str, Any]) -> None:
+    en = suite["scenarios"]["entail"]
+    for sets in en["backends"].values():
+        for name in en["sets"]:
+            assert _positive(sets[name]["pairs_per_second"])
+    assert en["not_measured"]["judge"]
+
+
+def test_snapshot(suite: dict[str, Any]) -> None:
+    s = suite["scenarios"]["snapshot"]
+    assert _positive(s["replay"]["median_ms"])
+    assert _positive(s["replay_over_live_loopback"])
+
+
+def test_inflight(suite: dict[str, Any]) -> None:
+    i = suite["scenarios"]["inflight"]
+    assert i["answers"] == 10
+    assert _positive(i["answers_per_s"]) and _positive(i["ratio_wall_vs_bare_aiohttp"])
+    assert math.isfinite(i["loop_lag_p99_ms_median"])
+    assert _positive(i["tracemalloc_peak_mb"])
+    assert i["attempts"] >= i["answers"]
+    # the guard closes what it opens: no descriptor outlives Guard.aclose()
+    assert i["fds"]["leaked"] == 0, i["fds"]
+    assert i["statuses"].get("timeout", 0) >= 1  # answer 0 cites the host that never answers
+    # extraction in a worker process (Guard(extract_executor=...)) gives the same verdicts
+    pooled = i["process_pool"]
+    assert _positive(pooled["answers_per_s"])
+    assert pooled["passed"] == i["passed"]
+
+
+def test_axes(suite: dict[str, Any]) -> None:
+    a = suite["scenarios"]["axes"]
+    for name, r in a["ratios"].items():
+        assert _positive(r), name
+
+
+def test_report_files(suite: dict[str, Any], tmp_path: Path) -> None:
+    paths = write_results(suite, tmp_path)
+    names = {p.name for p in paths}
+    assert {"suite.json", "SUMMARY.md", "guard_latency.png", "throughput.png"} <= names
+    data = json.loads((tmp_path / "suite.json").read_text())
+    assert set(data["scenarios"]) == set(SCENARIOS)
+    summary = (tmp_path / "SUMMARY.md").read_text()
+    assert "## Targets" in summary and "slowest URL" in summary
+    for p in paths:
+        assert p.stat().st_size > 0
+
+
+def test_cli_only_merges_previous_results(suite: dict[str, Any], tmp_path: Path) -> None:
+    write_results(suite, tmp_path)
+    assert main(["--size", "smoke", "--only", "axes", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "suite.json").read_text())
+    assert set(data["scenarios"]) == set(SCENARIOS)  # the others kept from the previous run
+    assert data["meta"]["merged_from_previous"]
+    with pytest.raises(SystemExit):
+        main(["--only", "nope", "--out", str(tmp_path)])
