@@ -143,7 +143,19 @@ class Guard:
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Guard:
+        await self.warm_up()
         return self
+
+    async def warm_up(self) -> None:
+        """Load the entailment model now rather than inside the first request.
+
+        Importing torch and reading weights holds the GIL for long stretches; doing it at
+        start-up keeps that stall out of a user's answer. ``async with Guard(...)`` calls this.
+        """
+        entailer = self._get_entailer()
+        warm = getattr(entailer, "warm_up", None)
+        if warm is not None:
+            await warm()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()

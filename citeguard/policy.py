@@ -82,6 +82,8 @@ class EntailmentPolicy(_Section):
     contradiction_threshold: float = Field(0.5, ge=0, le=1)
     window_chars: int = Field(1200, gt=0)
     max_windows: int = Field(4, gt=0)  # evidence windows scored per pair (best lexical first)
+    # sentences of a window the local model embeds (those sharing most words with the claim)
+    max_sentences_embedded: int = Field(4, gt=0)
     batch_size: int = Field(32, gt=0)
     judge_retries: int = Field(2, ge=0)  # extra attempts on 429/5xx/connection/garbage
     judge_backoff: float = Field(0.5, ge=0)  # first retry wait, doubled each retry
