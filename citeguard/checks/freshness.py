@@ -23,17 +23,15 @@ validity axis's business and has no date to speak of.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
 
-import aiohttp
 from pydantic import BaseModel, ConfigDict, Field
 
+from citeguard.checks._judge import ChatJudge, JudgeError
 from citeguard.models import AxisResult, CitationReport, Finding, Outcome, Severity
 from citeguard.policy import FreshnessPolicy
 from citeguard.web.urls import UrlProblem, normalize_url
@@ -702,57 +700,6 @@ def check_freshness(
 # --------------------------------------------------------------------------------------------
 
 
-class JudgeError(Exception):
-    """A judge call that gave no usable answer; callers fall back to the deterministic rules."""
-
-
-async def _chat_json(
-    session: aiohttp.ClientSession,
-    url: str,
-    *,
-    model: str,
-    api_key: str | None,
-    system: str,
-    user: str,
-    limit_s: float,
-) -> dict[str, Any]:
-    """POST one chat completion to an OpenAI-compatible endpoint; the reply's JSON object.
-
-    Raises :class:`JudgeError` for every failure (HTTP status, timeout, connection, a reply
-    that is not a JSON object), so callers have one thing to catch.
-    """
-    headers = {"Content-Type": "application/json"}
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
-    payload = {
-        "model": model,
-        "temperature": 0,
-        "response_format": {"type": "json_object"},
-        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-    }
-    try:
-        async with session.post(
-            url, json=payload, headers=headers, timeout=aiohttp.ClientTimeout(total=limit_s)
-        ) as resp:
-            body = await resp.text()
-            if resp.status != 200:
-                raise JudgeError(f"judge returned HTTP {resp.status}")
-    except TimeoutError as exc:
-        raise JudgeError(f"judge timed out after {limit_s:g}s") from exc
-    except aiohttp.ClientError as exc:
-        raise JudgeError(f"judge unreachable: {type(exc).__name__}") from exc
-    try:
-        content = json.loads(body)["choices"][0]["message"]["content"]
-        # Some models wrap JSON in a code fence despite response_format.
-        text = str(content).strip().removeprefix("```json").removeprefix("```").removesuffix("```")
-        data = json.loads(text)
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise JudgeError("judge reply is not a JSON object") from exc
-    if not isinstance(data, dict):
-        raise JudgeError("judge reply is not a JSON object")
-    return data
-
-
 _FRESHNESS_SYSTEM = """You classify how fast the correct answer to a question changes.
 Reply with a JSON object {"regime": R, "reason": "<one short sentence>"} where R is one of:
 "insensitive" - the answer never or almost never changes (history, definitions, past events);
@@ -762,7 +709,7 @@ Reply with a JSON object {"regime": R, "reason": "<one short sentence>"} where R
 service status, today's date). Today is {today}."""
 
 
-class JudgeFreshnessClassifier:
+class JudgeFreshnessClassifier(ChatJudge):
     """:func:`classify_freshness` by an LLM judge behind an OpenAI-compatible endpoint.
 
     ``base_url`` is the API root (``.../v1``); requests go to ``/chat/completions``. Any
@@ -772,36 +719,13 @@ class JudgeFreshnessClassifier:
     :meth:`aclose`).
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        *,
-        timeout: float = 30.0,
-        session: aiohttp.ClientSession | None = None,
-    ) -> None:
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._model = model
-        self._api_key = api_key
-        self._timeout = timeout
-        self._session = session
-        self._owns_session = session is None
-
     async def classify(self, question: str, *, now: datetime | None = None) -> FreshnessClass:
         """The judge's regime for ``question``, or the deterministic one if the judge fails."""
         today = now or datetime.now(UTC)
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
         try:
-            data = await _chat_json(
-                self._session,
-                self._url,
-                model=self._model,
-                api_key=self._api_key,
-                system=_FRESHNESS_SYSTEM.replace("{today}", today.date().isoformat()),
-                user=question[:_MAX_QUESTION_CHARS],
-                limit_s=self._timeout,
+            data = await self._ask(
+                _FRESHNESS_SYSTEM.replace("{today}", today.date().isoformat()),
+                question[:_MAX_QUESTION_CHARS],
             )
             raw = str(data.get("regime", "")).strip().lower().replace("-", "_").replace(" ", "_")
             try:
@@ -816,12 +740,6 @@ class JudgeFreshnessClassifier:
             )
         reason = str(data.get("reason", "")).strip()[:200]
         return FreshnessClass(regime=regime, cues=[f"judge: {reason or regime.value}"])
-
-    async def aclose(self) -> None:
-        """Close the session this classifier opened."""
-        if self._owns_session and self._session is not None:
-            await self._session.close()
-            self._session = None
 
     async def __aenter__(self) -> JudgeFreshnessClassifier:
         return self

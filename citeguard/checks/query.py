@@ -43,10 +43,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from citeguard.checks.freshness import JudgeError, _chat_json
+from citeguard.checks._judge import ChatJudge, JudgeError
 from citeguard.models import AxisResult, Finding, Severity
 from citeguard.policy import QueryPolicy
 
@@ -1137,7 +1136,7 @@ class _JudgeReply(BaseModel):
     findings: list[_JudgeFinding] = Field(default_factory=list)
 
 
-class JudgeQueryScorer:
+class JudgeQueryScorer(ChatJudge):
     """:func:`score_query` by an LLM judge with the same rubric (OpenAI-compatible endpoint).
 
     ``base_url`` is the API root (``.../v1``). A failed call or a reply outside the rubric falls
@@ -1145,40 +1144,14 @@ class JudgeQueryScorer:
     Pass ``session`` to share an aiohttp session (it is then not closed by :meth:`aclose`).
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        *,
-        timeout: float = 30.0,
-        session: aiohttp.ClientSession | None = None,
-    ) -> None:
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._model = model
-        self._api_key = api_key
-        self._timeout = timeout
-        self._session = session
-        self._owns_session = session is None
-
     async def score(self, prompt: str, query: str) -> QueryScore:
         """The judge's rubric scores for one (prompt, query) pair."""
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
         user = json.dumps(
             {"prompt": prompt[:_MAX_PROMPT_CHARS], "query": query[:_MAX_QUERY_CHARS]},
             ensure_ascii=False,
         )
         try:
-            data = await _chat_json(
-                self._session,
-                self._url,
-                model=self._model,
-                api_key=self._api_key,
-                system=_QUERY_SYSTEM,
-                user=user,
-                limit_s=self._timeout,
-            )
+            data = await self._ask(_QUERY_SYSTEM, user)
             try:
                 reply = _JudgeReply.model_validate(data)
             except ValidationError as exc:
@@ -1224,12 +1197,6 @@ class JudgeQueryScorer:
             return _not_evaluated(policy)
         scores = await asyncio.gather(*(self.score(prompt, q) for q in queries))
         return _axis(queries, scores, policy)
-
-    async def aclose(self) -> None:
-        """Close the session this scorer opened."""
-        if self._owns_session and self._session is not None:
-            await self._session.close()
-            self._session = None
 
     async def __aenter__(self) -> JudgeQueryScorer:
         return self
