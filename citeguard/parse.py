@@ -980,6 +980,28 @@ def _find_quotes(masked: str) -> list[tuple[int, int, str]]:
 # ---- assembly -------------------------------------------------------------------------------
 
 
+def _citations(
+    pending: list[_PendingCitation], allowed_schemes: frozenset[str], findings: list[Finding]
+) -> list[Citation]:
+    """The final citations, each URL normalised (problems go to ``findings``)."""
+    normalize = _Normalizer(allowed_schemes, findings)
+    return [
+        Citation(
+            index=k,
+            url=p.url,
+            normalized_url=normalize(p.url, p.claim_index),
+            kind=p.kind,
+            marker=p.marker,
+            label=p.label,
+            start=p.start,
+            end=p.end,
+            claim_index=p.claim_index,
+            quote=p.quote,
+        )
+        for k, p in enumerate(pending)
+    ]
+
+
 class _Normalizer:
     """normalize_url once per distinct URL; problems become findings once per URL."""
 
@@ -1130,22 +1152,7 @@ def _assemble(
     for ci, cits in claim_cits.items():
         _bind_quotes(claim_quotes.get(ci, []), [pending[k] for k in cits])
 
-    normalize = _Normalizer(allowed_schemes, findings)
-    citations = [
-        Citation(
-            index=k,
-            url=p.url,
-            normalized_url=normalize(p.url, p.claim_index),
-            kind=p.kind,
-            marker=p.marker,
-            label=p.label,
-            start=p.start,
-            end=p.end,
-            claim_index=p.claim_index,
-            quote=p.quote,
-        )
-        for k, p in enumerate(pending)
-    ]
+    citations = _citations(pending, allowed_schemes, findings)
     claims = [
         Claim(
             index=ci,
@@ -1263,20 +1270,5 @@ def _parse_structured(items: Sequence[Any], allowed_schemes: frozenset[str]) -> 
                 _PendingCitation(url, "structured", url, None, -1, -1, claim_index, quote)
             )
 
-    normalize = _Normalizer(allowed_schemes, findings)
-    citations = [
-        Citation(
-            index=k,
-            url=p.url,
-            normalized_url=normalize(p.url, p.claim_index),
-            kind=p.kind,
-            marker=p.marker,
-            label=p.label,
-            start=p.start,
-            end=p.end,
-            claim_index=p.claim_index,
-            quote=p.quote,
-        )
-        for k, p in enumerate(pending)
-    ]
+    citations = _citations(pending, allowed_schemes, findings)
     return Answer(text="\n".join(texts), claims=claims, citations=citations, findings=findings)
