@@ -225,8 +225,9 @@ class Guard:
                 self.policy.entailment.check_entailment and self.policy.entailment.backend != "none"
             )
             fetcher = self._get_fetcher()
-            regime = classify_freshness(question, now=self._now()).regime
-            wants_dates = self.policy.freshness.enabled and regime is not Regime.INSENSITIVE
+            now = self._now()
+            fclass = classify_freshness(question, now=now)
+            wants_dates = self.policy.freshness.enabled and fclass.regime is not Regime.INSENSITIVE
             early: dict[str, asyncio.Future[ExtractedPage | None]] = {}
             with self.tracing.span(
                 "citeguard.fetch", kind="TOOL", input=f"{len(urls)} URLs"
@@ -269,8 +270,9 @@ class Guard:
                     text,
                     citations,
                     self.policy.freshness,
-                    now=self._now(),
+                    now=now,
                     search_dates=search_dates,
+                    fclass=fclass,
                 )
                 if self.policy.freshness.enabled
                 else _skipped("freshness")
