@@ -128,6 +128,7 @@ class Guard:
         self._sleep = sleep
         self._now = now or (lambda: datetime.now(UTC))
         self._entailer_given = entailer is not _DEFAULT
+        self._owns_entailer = False
         self._entailer: Entailer | None = entailer if self._entailer_given else None
         self._fetcher: Fetcher | SnapshotFetcher | None = None
         self._pages: OrderedDict[_PageKey, ExtractedPage] = OrderedDict()
@@ -165,7 +166,8 @@ class Guard:
         if self._fetcher is not None:
             await self._fetcher.aclose()
             self._fetcher = None
-        closer = getattr(self._entailer, "aclose", None)
+        # an entailer the caller passed in is the caller's to close
+        closer = getattr(self._entailer, "aclose", None) if self._owns_entailer else None
         if closer is not None:
             await closer()
         if self._owned_executor is not None:
@@ -199,7 +201,7 @@ class Guard:
             return None
         if not self._entailer_given and self._entailer is None:
             self._entailer = make_entailer(self.policy.entailment)
-            self._entailer_given = True
+            self._entailer_given = self._owns_entailer = True
         return self._entailer
 
     # ------------------------------------------------------------------ the gate

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from aiohttp import web
+from conftest import Farm
 
+from citeguard import Guard
 from citeguard.checks._consistency import (
     check_consistency,
     clean_claim,
@@ -40,8 +42,8 @@ from citeguard.checks.entail import (
     map_nli_labels,
 )
 from citeguard.errors import EntailerError, PolicyError
-from citeguard.models import EntailmentScore
-from citeguard.policy import EntailmentPolicy
+from citeguard.models import CitationStatus, EntailmentScore, Verdict
+from citeguard.policy import EntailmentPolicy, FetchPolicy, FreshnessPolicy, Policy
 
 # --------------------------------------------------------------------------------------------
 # Helpers
@@ -683,3 +685,84 @@ async def test_judge_empty_pairs_and_shared_session(judge_server: JudgeServer) -
     assert s.label == "unsupported" and s.probabilities["unsupported"] == pytest.approx(0.7)
     assert e.reason == "no evidence text"
     assert len(judge_server.requests) == 1  # the empty evidence never reached the judge
+
+
+# --------------------------------------------------------------------------------------------
+# Every backend end to end inside Guard.check, chosen through Policy (farm on 127.0.0.1)
+# --------------------------------------------------------------------------------------------
+
+TIDES_PAGE = (
+    "<html><body><article><h1>Tides</h1><p>Ocean tides on Earth are caused mainly by the "
+    "gravitational pull of the Moon.</p><p>The Sun's gravity also contributes, but its effect "
+    "is less than half as strong.</p></article></body></html>"
+)
+
+
+def _guard_policy(**entailment: Any) -> Policy:
+    return Policy(
+        fetch=FetchPolicy(allow_private_addresses=True, url_timeout=5.0, retries=0),
+        entailment=EntailmentPolicy(**entailment),
+        freshness=FreshnessPolicy(enabled=False),
+    )
+
+
+async def _check(farm: Farm, policy: Policy, claim: str, **guard: Any) -> Verdict:
+    url = farm.add("science.example.org", "/tides", body=TIDES_PAGE)
+    async with Guard(policy, resolver=farm.resolver, **guard) as g:
+        return await g.check(f"{claim} [1]\n\n[1] {url}\n", question="What causes tides?")
+
+
+async def test_guard_with_the_judge_backend(judge_server: JudgeServer, farm: Farm) -> None:
+    policy = _guard_policy(
+        backend="judge",
+        judge_base_url=judge_server.base_url,
+        judge_model="judge-model",
+        judge_backoff=0.0,
+    )
+    judge_server.replies = [lambda: verdict("contradicted", 0.95, "the page says the Moon")]
+    bad = await _check(farm, policy, "Ocean tides are caused mainly by the Sun.")
+    assert not bad.passed
+    assert bad.citations[0].status is CitationStatus.NOT_ENTAILED
+    assert bad.citations[0].entailment is not None
+    assert bad.citations[0].entailment.backend == "judge"
+    # the judge saw the claim without its marker and the page's passage as evidence
+    content = judge_server.requests[-1][1]["messages"][1]["content"]
+    assert "caused mainly by the Sun" in content and "[1]" not in content
+    assert "gravitational pull of the Moon" in content
+
+    judge_server.replies = [lambda: verdict("supported", 0.9)]
+    judge_server.requests.clear()
+    good = await _check(farm, policy, "Ocean tides are caused mainly by the Moon's gravity.")
+    assert good.passed and good.claims[0].supported is True
+
+
+async def test_guard_with_the_nli_backend(nli_models: dict[str, Path], farm: Farm) -> None:
+    claim = "Ocean tides are caused mainly by the gravitational pull of the Moon."
+    entails = _guard_policy(backend="nli", model_path=str(nli_models["shuffled"]))
+    ok = await _check(farm, entails, claim)
+    assert ok.passed
+    assert ok.citations[0].entailment is not None
+    assert ok.citations[0].entailment.label == "supported"
+    contradicts = _guard_policy(backend="nli", model_path=str(nli_models["mnli"]))
+    bad = await _check(farm, contradicts, claim)
+    assert bad.citations[0].status is CitationStatus.NOT_ENTAILED
+    assert bad.claims[0].supported is False
+
+
+async def test_guard_with_the_local_backend(local: LocalEntailer, farm: Farm) -> None:
+    policy = _guard_policy(backend="local")
+    ok = await _check(
+        farm,
+        policy,
+        "Tides are caused mainly by the gravitational pull of the Moon.",
+        entailer=local,
+    )
+    assert ok.passed, [c.reason for c in ok.citations]
+    bad = await _check(
+        farm,
+        policy,
+        "Tides are caused mainly by the gravitational pull of the Moon, 90% of it.",
+        entailer=local,
+    )
+    assert not bad.passed
+    assert bad.citations[0].status is CitationStatus.NOT_ENTAILED
