@@ -683,9 +683,16 @@ def _extract(
     page: Page | None,
 ) -> ExtractedPage:
     if page is None:
-        page = extract_page(
-            body, url=url, content_type=content_type, headers=headers, date_fallback=date_fallback
-        )
+        try:
+            page = extract_page(
+                body,
+                url=url,
+                content_type=content_type,
+                headers=headers,
+                date_fallback=date_fallback,
+            )
+        except Exception:  # a page no parser can read is a status on its citation, not a crash
+            page = Page(url=url, kind="unsupported")
     return ExtractedPage.of(page)
 
 

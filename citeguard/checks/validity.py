@@ -206,7 +206,7 @@ async def check_validity(
                 ):
                     url_status[key] = (
                         CitationStatus.UNSUPPORTED_TYPE,
-                        f"cannot read content type {res.content_type or 'unknown'}",
+                        f"cannot read the page (content type {res.content_type or 'unknown'})",
                     )
 
     # 2. per (claim, URL) pairs on resolving pages
