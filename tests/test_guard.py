@@ -347,3 +347,16 @@ async def test_over_cap_citations_become_offenders(farm: Farm) -> None:
     assert not div.passed
     assert set(div.offending_urls) == set(pages[2:])
     assert set(pages[2:]) <= v.offending_urls
+
+
+async def test_a_page_of_an_unreadable_type_is_unverifiable(farm: Farm) -> None:
+    png = farm.add(
+        "img.example.com", "/chart", body=b"\x89PNG\r\n\x1a\n" + bytes(64), content_type="image/png"
+    )
+    text = f"Middlemarch is a novel by George Eliot [1].\n\n[1] {png}\n"
+    async with _guard(farm) as guard:
+        v = await guard.check(text, question=QUESTION)
+    c = v.citations[0]
+    assert c.status is CitationStatus.UNSUPPORTED_TYPE
+    assert "image/png" in c.reason
+    assert c.outcome.value == "unverifiable" and not v.passed
