@@ -13,6 +13,7 @@ import functools
 import hashlib
 import inspect
 import json
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -31,8 +32,14 @@ from citeguard.cache import (
 )
 from citeguard.checks.diversity import check_diversity, classify_source
 from citeguard.checks.entail import Entailer, make_entailer
-from citeguard.checks.freshness import Regime, check_freshness, classify_freshness
-from citeguard.checks.query import check_queries
+from citeguard.checks.freshness import (
+    FreshnessClass,
+    JudgeFreshnessClassifier,
+    Regime,
+    check_freshness,
+    classify_freshness,
+)
+from citeguard.checks.query import JudgeQueryScorer, check_queries
 from citeguard.checks.validity import ExtractedPage, check_validity
 from citeguard.errors import CitationRejected, PolicyError
 from citeguard.feedback import Feedback, render_feedback, strip_answer
@@ -140,6 +147,9 @@ class Guard:
         self._owned_executor: ThreadPoolExecutor | None = None
         self.tracing = Tracing(tracer_provider, now=self._now)
         self._snapshot_ready = False
+        self._fjudge: JudgeFreshnessClassifier | None = None
+        self._regimes: dict[str, FreshnessClass] = {}
+        self._qjudge: JudgeQueryScorer | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -166,6 +176,10 @@ class Guard:
         if self._fetcher is not None:
             await self._fetcher.aclose()
             self._fetcher = None
+        for judge in (self._fjudge, self._qjudge):
+            if judge is not None:
+                await judge.aclose()
+        self._fjudge = self._qjudge = None
         # an entailer the caller passed in is the caller's to close
         closer = getattr(self._entailer, "aclose", None) if self._owns_entailer else None
         if closer is not None:
@@ -195,6 +209,20 @@ class Guard:
             else:
                 self._fetcher = SnapshotFetcher(factory, self.cache, self.snapshot_mode)
         return self._fetcher
+
+    def _freshness_judge(self) -> JudgeFreshnessClassifier | None:
+        fp = self.policy.freshness
+        if self._fjudge is None and fp.enabled and fp.judge_base_url and fp.judge_model:
+            key = os.environ.get(fp.judge_api_key_env)
+            self._fjudge = JudgeFreshnessClassifier(fp.judge_base_url, fp.judge_model, key)
+        return self._fjudge
+
+    def _query_judge(self) -> JudgeQueryScorer | None:
+        qp = self.policy.query
+        if self._qjudge is None and qp.enabled and qp.judge_base_url and qp.judge_model:
+            key = os.environ.get(qp.judge_api_key_env)
+            self._qjudge = JudgeQueryScorer(qp.judge_base_url, qp.judge_model, key)
+        return self._qjudge
 
     def _get_entailer(self) -> Entailer | None:
         if not self.policy.entailment.check_entailment:
@@ -228,7 +256,17 @@ class Guard:
             )
             fetcher = self._get_fetcher()
             now = self._now()
-            fclass = classify_freshness(question, now=now)
+            fjudge = self._freshness_judge()
+            if fjudge is None:
+                fclass = classify_freshness(question, now=now)
+            else:
+                # one judge call per question, not per attempt
+                fclass = self._regimes.get(question) or await fjudge.classify(question, now=now)
+                if fclass.cues[:1] and fclass.cues[0].startswith("judge:"):
+                    # a fallback (judge down) is not remembered: the next check asks again
+                    self._regimes[question] = fclass
+                    if len(self._regimes) > _PAGE_CACHE_SIZE:
+                        del self._regimes[next(iter(self._regimes))]
             wants_dates = self.policy.freshness.enabled and fclass.regime is not Regime.INSENSITIVE
             early: dict[str, asyncio.Future[ExtractedPage | None]] = {}
             with self.tracing.span(
@@ -279,11 +317,14 @@ class Guard:
                 if self.policy.freshness.enabled
                 else _skipped("freshness")
             )
-            query = (
-                check_queries(question, [s.query for s in searches], self.policy.query)
-                if self.policy.query.enabled
-                else _skipped("query")
-            )
+            queries = [s.query for s in searches]
+            qjudge = self._query_judge()
+            if not self.policy.query.enabled:
+                query = _skipped("query")
+            elif qjudge is not None:
+                query = await qjudge.check_queries(question, queries, self.policy.query)
+            else:
+                query = check_queries(question, queries, self.policy.query)
             axes = {a.name: a for a in (validity.axis, diversity, freshness, query)}
             passed = all(a.passed for a in axes.values() if a.gating)
             offending = set(validity.offending_urls)

@@ -111,12 +111,20 @@ class FreshnessPolicy(_Section):
     )
     undated_counts_as_stale: bool = True
     require_caveat: bool = True
+    # optional LLM judge for the question's regime (OpenAI-compatible; falls back to the rules)
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    judge_api_key_env: str = "OPENAI_API_KEY"
 
 
 class QueryPolicy(_Section):
     enabled: bool = True
     gating: bool = False  # report and feed back by default; re-synthesis cannot fix a bad query
     min_score: float = Field(3.0, ge=1, le=5)
+    # optional LLM judge for the same rubric (OpenAI-compatible; falls back to the rules)
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    judge_api_key_env: str = "OPENAI_API_KEY"
 
 
 class Policy(BaseModel):
