@@ -56,7 +56,7 @@ from citeguard.models import (
     Verdict,
 )
 from citeguard.parse import parse_answer
-from citeguard.policy import Policy
+from citeguard.policy import FreshnessPolicy, Policy, QueryPolicy
 from citeguard.search import normalize_search_results
 from citeguard.trace import Tracing
 from citeguard.web.fetch import Fetcher, Resolver
@@ -211,17 +211,13 @@ class Guard:
         return self._fetcher
 
     def _freshness_judge(self) -> JudgeFreshnessClassifier | None:
-        fp = self.policy.freshness
-        if self._fjudge is None and fp.enabled and fp.judge_base_url and fp.judge_model:
-            key = os.environ.get(fp.judge_api_key_env)
-            self._fjudge = JudgeFreshnessClassifier(fp.judge_base_url, fp.judge_model, key)
+        if self._fjudge is None:
+            self._fjudge = _judge_for(self.policy.freshness, JudgeFreshnessClassifier)
         return self._fjudge
 
     def _query_judge(self) -> JudgeQueryScorer | None:
-        qp = self.policy.query
-        if self._qjudge is None and qp.enabled and qp.judge_base_url and qp.judge_model:
-            key = os.environ.get(qp.judge_api_key_env)
-            self._qjudge = JudgeQueryScorer(qp.judge_base_url, qp.judge_model, key)
+        if self._qjudge is None:
+            self._qjudge = _judge_for(self.policy.query, JudgeQueryScorer)
         return self._qjudge
 
     def _get_entailer(self) -> Entailer | None:
@@ -735,6 +731,18 @@ def _extract(
         except Exception:  # a page no parser can read is a status on its citation, not a crash
             page = Page(url=url, kind="unsupported")
     return ExtractedPage.of(page)
+
+
+_J = TypeVar("_J", JudgeFreshnessClassifier, JudgeQueryScorer)
+
+
+def _judge_for(section: FreshnessPolicy | QueryPolicy, cls: type[_J]) -> _J | None:
+    """The judge a policy section names, or None when it names none (or is disabled)."""
+    if not (section.enabled and section.judge_base_url and section.judge_model):
+        return None
+    return cls(
+        section.judge_base_url, section.judge_model, os.environ.get(section.judge_api_key_env)
+    )
 
 
 def _without_timings(verdict: Verdict) -> Verdict:
