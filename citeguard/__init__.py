@@ -28,7 +28,7 @@ from citeguard.errors import (
     SnapshotMiss,
 )
 from citeguard.feedback import Feedback
-from citeguard.guard import Guard, Synthesis
+from citeguard.guard import Guard
 from citeguard.models import (
     Answer,
     Attempt,
@@ -49,6 +49,7 @@ from citeguard.models import (
     SearchRecord,
     SearchResult,
     Severity,
+    Synthesis,
     Verdict,
 )
 from citeguard.parse import parse_answer

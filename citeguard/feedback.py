@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from citeguard.checks.registry import CHECKS
 from citeguard.models import Answer, Finding, Severity, UrlSet, Verdict
 
 
@@ -26,12 +27,8 @@ class Feedback(BaseModel):
         return self.message
 
 
-_AXIS_HINT = {
-    "validity": "Cite only pages that load and that state what you claim; quote them verbatim.",
-    "diversity": "Draw on more independent sources (different sites, and primary sources).",
-    "freshness": "Use recent sources and say as of when the information holds.",
-    "query": "Search with the user's exact constraints (years, versions, regions, numbers).",
-}
+# each axis's hint, and whether its findings are fed back when it is advisory, come from its check
+_CHECKS = {c.name: c for c in CHECKS}
 
 
 def render_feedback(verdict: Verdict, *, attempt: int, exclude_urls: frozenset[str]) -> Feedback:
@@ -41,11 +38,11 @@ def render_feedback(verdict: Verdict, *, attempt: int, exclude_urls: frozenset[s
         f
         for axis in verdict.axes.values()
         for f in axis.findings
-        if f.severity is Severity.ERROR and (axis.gating or axis.name == "query")
+        if f.severity is Severity.ERROR and (axis.gating or _feeds_back_when_advisory(axis.name))
     ]
     for axis in verdict.axes.values():
         if axis.evaluated and not axis.passed:
-            lines.append(f"- {axis.name} failed. {_AXIS_HINT.get(axis.name, '')}".rstrip())
+            lines.append(f"- {axis.name} failed. {_hint(axis.name)}".rstrip())
     for f in errors[:12]:
         lines.append(f"  * {f.message}")
     if len(errors) > 12:
@@ -55,6 +52,16 @@ def render_feedback(verdict: Verdict, *, attempt: int, exclude_urls: frozenset[s
     return Feedback(
         attempt=attempt, exclude_urls=exclude_urls, findings=errors, message="\n".join(lines)
     )
+
+
+def _hint(axis: str) -> str:
+    check = _CHECKS.get(axis)
+    return check.hint if check is not None else ""
+
+
+def _feeds_back_when_advisory(axis: str) -> bool:
+    check = _CHECKS.get(axis)
+    return check is not None and check.feeds_back_when_advisory
 
 
 def strip_answer(answer: Answer, offending_urls: frozenset[str]) -> tuple[str, int, int]:

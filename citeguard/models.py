@@ -105,6 +105,22 @@ _OUTCOME: dict[CitationStatus, Outcome] = {
 }
 
 
+class Regime(StrEnum):
+    """How fast the answer to a question changes."""
+
+    INSENSITIVE = "insensitive"  # never or almost never changes
+    SLOW = "slow"  # changes over years
+    FAST = "fast"  # changes within a year or less
+    REAL_TIME = "real_time"  # changes within days or hours
+
+
+class FreshnessClass(_Model):
+    """The regime of a question and the cues that decided it."""
+
+    regime: Regime
+    cues: list[str] = Field(default_factory=list)
+
+
 class Severity(StrEnum):
     ERROR = "error"  # fails its axis
     WARNING = "warning"  # reported, does not fail by itself
@@ -298,6 +314,7 @@ class CitationReport(_Model):
     text_fragment_url: str | None = None
     title: str | None = None
     primary: bool | None = None
+    source_kind: str | None = None  # the source table's category (checks/sources.py)
     elapsed_ms: float = 0.0
 
     @property
@@ -327,7 +344,8 @@ class ClaimReport(_Model):
     support: float | None = None  # best entailment score among its citations
 
 
-AxisName = Literal["validity", "diversity", "freshness", "query"]
+# An axis is named by its check (citeguard.checks.registry lists them, in verdict order).
+AxisName = str
 AXES: tuple[AxisName, ...] = ("validity", "diversity", "freshness", "query")
 
 
@@ -353,6 +371,7 @@ class Verdict(_Model):
     claims: list[ClaimReport] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)  # answer-level (parse) findings
     offending_urls: UrlSet = frozenset()
+    regime: str | None = None  # the question's freshness regime, as the freshness check saw it
     elapsed_ms: float = 0.0
 
 
@@ -379,3 +398,14 @@ class GuardResult(_Model):
     attempts: list[Attempt]
     outcome: Literal["passed", "failed", "stripped", "reported"] = "passed"
     message: str = ""
+
+
+class Synthesis(BaseModel):
+    """What an answer function may return instead of a plain string, to report its cost."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    cost: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None

@@ -45,7 +45,7 @@ from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from enum import Enum
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 try:
     from opentelemetry import context as _otel_context
@@ -65,11 +65,9 @@ from citeguard.models import (
     CitationStatus,
     GuardResult,
     SearchRecord,
+    Synthesis,
     Verdict,
 )
-
-if TYPE_CHECKING:
-    from citeguard.guard import Synthesis
 
 SpanKindName = Literal["GUARDRAIL", "RETRIEVER", "TOOL", "LLM", "EVALUATOR", "CHAIN"]
 

@@ -36,8 +36,9 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from citeguard.models import AxisResult, CitationReport, Finding, Outcome, Severity
-from citeguard.policy import DiversityPolicy
+from citeguard.checks.base import AnnotatorKind, CheckContext, skipped
+from citeguard.models import AxisResult, CitationReport, Finding, Outcome, Severity, Verdict
+from citeguard.policy import DiversityPolicy, Policy
 from citeguard.web.urls import registrable_domain
 
 __all__ = [
@@ -908,3 +909,25 @@ def check_diversity(
             },
         },
     )
+
+
+class DiversityCheck:
+    """The diversity axis as a registered check (see :func:`check_diversity`)."""
+
+    name = "diversity"
+    hint = "Draw on more independent sources (different sites, and primary sources)."
+    feeds_back_when_advisory = False
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy.diversity
+
+    async def run(self, ctx: CheckContext) -> AxisResult:
+        if not self._policy.enabled:
+            return skipped(self.name)
+        return check_diversity(ctx.question, ctx.citations, self._policy)
+
+    def annotator(self, axis: AxisResult, verdict: Verdict) -> AnnotatorKind:
+        return "CODE"
+
+    async def aclose(self) -> None:
+        return None

@@ -27,13 +27,22 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from citeguard.checks._judge import ChatJudge, JudgeError
-from citeguard.models import AxisResult, CitationReport, Finding, Outcome, Severity
-from citeguard.policy import FreshnessPolicy
+from citeguard.checks.base import AnnotatorKind, CheckContext, skipped
+from citeguard.models import (
+    AxisResult,
+    CitationReport,
+    Finding,
+    FreshnessClass,
+    Outcome,
+    Regime,
+    Severity,
+    Verdict,
+)
+from citeguard.policy import FreshnessPolicy, Policy
 from citeguard.web.urls import UrlProblem, normalize_url
 
 __all__ = [
@@ -49,24 +58,8 @@ __all__ = [
 ]
 
 
-class Regime(StrEnum):
-    """How fast the answer to a question changes."""
-
-    INSENSITIVE = "insensitive"  # never or almost never changes
-    SLOW = "slow"  # changes over years
-    FAST = "fast"  # changes within a year or less
-    REAL_TIME = "real_time"  # changes within days or hours
-
-
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class FreshnessClass(_Model):
-    """The regime of a question and the cues that decided it."""
-
-    regime: Regime
-    cues: list[str] = Field(default_factory=list)
 
 
 class CaveatMatch(_Model):
@@ -746,3 +739,67 @@ class JudgeFreshnessClassifier(ChatJudge):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+_REGIME_CACHE_SIZE = 512
+
+
+class RegimeClassifier:
+    """The question's freshness regime, by the rules or by the judge the policy names.
+
+    A judge is asked once per question (its answers are remembered, up to 512 questions, for
+    every attempt of the loop); a fallback because the judge was down is not remembered, so
+    the next check asks again.
+    """
+
+    def __init__(self, judge: JudgeFreshnessClassifier | None) -> None:
+        self._judge = judge
+        self._seen: dict[str, FreshnessClass] = {}
+
+    async def classify(self, question: str, *, now: datetime) -> FreshnessClass:
+        if self._judge is None:
+            return classify_freshness(question, now=now)
+        hit = self._seen.get(question)
+        if hit is not None:
+            return hit
+        fclass = await self._judge.classify(question, now=now)
+        if fclass.cues[:1] and fclass.cues[0].startswith("judge:"):
+            self._seen[question] = fclass
+            if len(self._seen) > _REGIME_CACHE_SIZE:
+                del self._seen[next(iter(self._seen))]
+        return fclass
+
+    async def aclose(self) -> None:
+        if self._judge is not None:
+            await self._judge.aclose()
+
+
+class FreshnessCheck:
+    """The freshness axis as a registered check (see :func:`check_freshness`). The regime comes
+    in through the context: the pipeline needs it before fetching (dates cost extra work)."""
+
+    name = "freshness"
+    hint = "Use recent sources and say as of when the information holds."
+    feeds_back_when_advisory = False
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy.freshness
+
+    async def run(self, ctx: CheckContext) -> AxisResult:
+        if not self._policy.enabled:
+            return skipped(self.name)
+        return check_freshness(
+            ctx.question,
+            ctx.answer.text,
+            ctx.citations,
+            self._policy,
+            now=ctx.now,
+            search_dates=ctx.search_dates,
+            fclass=ctx.regime,
+        )
+
+    def annotator(self, axis: AxisResult, verdict: Verdict) -> AnnotatorKind:
+        return "CODE"
+
+    async def aclose(self) -> None:
+        return None

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,8 +47,9 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from citeguard.checks._judge import ChatJudge, JudgeError
-from citeguard.models import AxisResult, Finding, Severity
-from citeguard.policy import QueryPolicy
+from citeguard.checks.base import AnnotatorKind, CheckContext, is_llm_backend, skipped
+from citeguard.models import AxisResult, Finding, Severity, Verdict
+from citeguard.policy import Policy, QueryPolicy
 
 __all__ = ["JudgeQueryScorer", "QueryScore", "check_queries", "score_query"]
 
@@ -1203,3 +1205,34 @@ class JudgeQueryScorer(ChatJudge):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+class QueryCheck:
+    """The query axis as a registered check: the rules, or the judge the policy names."""
+
+    name = "query"
+    hint = "Search with the user's exact constraints (years, versions, regions, numbers)."
+    feeds_back_when_advisory = True
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy.query
+        q = policy.query
+        self._judge: JudgeQueryScorer | None = None
+        if q.enabled and q.judge_base_url and q.judge_model:  # TODO(lead): Policy.judge
+            self._judge = JudgeQueryScorer(
+                q.judge_base_url, q.judge_model, os.environ.get(q.judge_api_key_env)
+            )
+
+    async def run(self, ctx: CheckContext) -> AxisResult:
+        if not self._policy.enabled:
+            return skipped(self.name)
+        if self._judge is not None:
+            return await self._judge.check_queries(ctx.question, ctx.queries, self._policy)
+        return check_queries(ctx.question, ctx.queries, self._policy)
+
+    def annotator(self, axis: AxisResult, verdict: Verdict) -> AnnotatorKind:
+        return "LLM" if is_llm_backend(str(axis.details.get("backend") or "")) else "CODE"
+
+    async def aclose(self) -> None:
+        if self._judge is not None:
+            await self._judge.aclose()

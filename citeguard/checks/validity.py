@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from citeguard.checks.base import AnnotatorKind, CheckContext, is_llm_backend
 from citeguard.checks.entail import Entailer, evidence_windows
 from citeguard.checks.freshness import find_caveat
 from citeguard.checks.passage import (
@@ -34,6 +35,7 @@ from citeguard.models import (
     Page,
     PassageMatch,
     Severity,
+    Verdict,
 )
 from citeguard.policy import Policy
 from citeguard.web.urls import registrable_domain
@@ -436,4 +438,32 @@ def _domain(url: str) -> str | None:
         return None
 
 
-__all__ = ["ValidityOutcome", "check_validity", "claim_text_without_markers"]
+class ValidityCheck:
+    """The validity axis. Its work happens in the citation stage (:func:`check_validity`), which
+    also yields the per-citation and per-claim reports every other axis reads; this check hands
+    that stage's axis to the verdict."""
+
+    name = "validity"
+    hint = "Cite only pages that load and that state what you claim; quote them verbatim."
+    feeds_back_when_advisory = False
+
+    def __init__(self, policy: Policy) -> None:
+        self._policy = policy
+
+    async def run(self, ctx: CheckContext) -> AxisResult:
+        assert ctx.validity is not None, "the citation stage runs before the checks"
+        return ctx.validity
+
+    def annotator(self, axis: AxisResult, verdict: Verdict) -> AnnotatorKind:
+        backends = [str(axis.details.get("backend") or "")]
+        backends += [c.entailment.backend for c in verdict.citations if c.entailment]
+        backends += [
+            ch.entailment.backend for cl in verdict.claims for ch in cl.checks if ch.entailment
+        ]
+        return "LLM" if any(is_llm_backend(b) for b in backends) else "CODE"
+
+    async def aclose(self) -> None:
+        return None
+
+
+__all__ = ["ValidityCheck", "ValidityOutcome", "check_validity", "claim_text_without_markers"]

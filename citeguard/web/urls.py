@@ -20,6 +20,7 @@ import functools
 import ipaddress
 import re
 import socket
+from collections.abc import Iterable
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 import idna
@@ -33,6 +34,7 @@ __all__ = [
     "UrlProblem",
     "blocked_address_reason",
     "host_of",
+    "normalize_all",
     "normalize_url",
     "parse_ip_literal",
     "registrable_domain",
@@ -255,6 +257,17 @@ def normalize_url(url: str, *, allowed_schemes: frozenset[str] = DEFAULT_ALLOWED
         path = "/" + path
     query = _normalize_component(parts.query, _QUERY_SAFE)
     return urlunsplit(SplitResult(scheme, new_netloc, path, query, ""))
+
+
+def normalize_all(urls: Iterable[str]) -> frozenset[str]:
+    """The canonical forms of ``urls``; a URL that cannot be normalised is kept as written."""
+    out: set[str] = set()
+    for u in urls:
+        try:
+            out.add(normalize_url(u))
+        except UrlProblem:
+            out.add(u)
+    return frozenset(out)
 
 
 def _split_host_port(hostport: str) -> tuple[str, str | None]:

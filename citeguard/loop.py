@@ -1,0 +1,233 @@
+"""The reject-and-regenerate loop, and what happens when it runs out.
+
+Attempt → verdict → on failure, call the answer function again with the offending URLs
+excluded and the findings as feedback, within ``max_attempts``, the time budget and the cost
+budget. When no attempt passes, the ``Policy.on_fail`` strategy decides what the user gets:
+
+* ``return`` (:class:`ReturnBest`): the best attempt (fewest failing gating axes, then fewest
+  offenders, then the latest), marked failed;
+* ``raise`` (:class:`RaiseBest`): the same, and the Guard raises ``CitationRejected`` with it;
+* ``strip`` (:class:`Strip`): the last answer without the failing citations and the claims
+  that relied only on them, re-checked;
+* ``report`` (:class:`Report`): one attempt, its findings reported, nothing regenerated.
+
+Exceptions raised by the answer function propagate unchanged: citeguard never hides the
+caller's own errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
+
+from citeguard.feedback import Feedback, render_feedback, strip_answer
+from citeguard.models import Attempt, GuardResult, SearchRecord, Synthesis, Verdict
+from citeguard.parse import parse_answer
+from citeguard.policy import Policy
+from citeguard.trace import Tracing
+
+AnswerFn = Callable[..., Awaitable[str | Synthesis] | str | Synthesis]
+# re-run the gate on an answer text: (text, question, searches, exclude_urls) -> Verdict;
+# searches None: the run's recorded searches
+Recheck = Callable[[str, str, list[SearchRecord] | None, frozenset[str]], Awaitable[Verdict]]
+
+
+class OnFail(Protocol):
+    """What a guarded run returns when no attempt passed."""
+
+    #: ``GuardResult`` raised as ``CitationRejected`` after the run is recorded
+    raises: bool
+
+    def max_attempts(self, policy: Policy) -> int:
+        """How many attempts the loop may make under this strategy."""
+        ...
+
+    async def finish(self, attempts: list[Attempt], why: str, recheck: Recheck) -> GuardResult:
+        """The result of a run whose attempts all failed (``why``: what stopped the loop)."""
+        ...
+
+
+class ReturnBest:
+    raises = False
+
+    def max_attempts(self, policy: Policy) -> int:
+        return policy.max_attempts
+
+    async def finish(self, attempts: list[Attempt], why: str, recheck: Recheck) -> GuardResult:
+        best = min(
+            attempts,
+            key=lambda a: (
+                sum(1 for ax in a.verdict.axes.values() if ax.gating and not ax.passed),
+                len(a.verdict.offending_urls),
+                -a.number,
+            ),
+        )
+        return GuardResult(
+            answer=best.answer,
+            passed=False,
+            verdict=best.verdict,
+            attempts=attempts,
+            outcome="failed",
+            message=why,
+        )
+
+
+class RaiseBest(ReturnBest):
+    raises = True
+
+
+class Strip:
+    raises = False
+
+    def max_attempts(self, policy: Policy) -> int:
+        return policy.max_attempts
+
+    async def finish(self, attempts: list[Attempt], why: str, recheck: Recheck) -> GuardResult:
+        last = attempts[-1]
+        text, n_claims, n_marks = strip_answer(
+            parse_answer(last.answer), last.verdict.offending_urls
+        )
+        note = (
+            f"[citeguard removed {n_claims} claim(s) and {n_marks} citation(s) "
+            "whose sources failed verification]"
+        )
+        text = f"{text}\n\n{note}" if text else note
+        verdict = await recheck(text, "", None, frozenset())
+        return GuardResult(
+            answer=text,
+            passed=verdict.passed,
+            verdict=verdict,
+            attempts=attempts,
+            outcome="stripped",
+            message=f"{why}; stripped {n_claims} claim(s) and {n_marks} citation(s)",
+        )
+
+
+class Report:
+    raises = False
+
+    def max_attempts(self, policy: Policy) -> int:
+        return 1
+
+    async def finish(self, attempts: list[Attempt], why: str, recheck: Recheck) -> GuardResult:
+        last = attempts[-1]
+        return GuardResult(
+            answer=last.answer,
+            passed=False,
+            verdict=last.verdict,
+            attempts=attempts,
+            outcome="reported",
+            message="the answer failed the gate; findings are reported, nothing regenerated",
+        )
+
+
+#: ``Policy.on_fail`` → its strategy
+ON_FAIL: Mapping[str, OnFail] = {
+    "return": ReturnBest(),
+    "raise": RaiseBest(),
+    "strip": Strip(),
+    "report": Report(),
+}
+
+
+async def regenerate(
+    answer_fn: AnswerFn,
+    question: str,
+    kwargs: dict[str, Any],
+    *,
+    policy: Policy,
+    recheck: Recheck,
+    tracing: Tracing,
+    searches: list[SearchRecord],
+    replay: bool,
+) -> GuardResult:
+    """Run the loop for one question; ``searches`` is the run's live list of recorded searches."""
+    strategy = ON_FAIL[policy.on_fail]
+    start = time.perf_counter()
+    accepts_feedback = _accepts(answer_fn, "feedback")
+    excluded: set[str] = set(kwargs.pop("exclude_urls", ()) or ())
+    feedback: Feedback | None = None
+    attempts: list[Attempt] = []
+    total_cost = 0.0
+    max_attempts = strategy.max_attempts(policy)
+    stop_reason = f"no passing answer after {max_attempts} attempt(s)"
+    for number in range(1, max_attempts + 1):
+        t0 = time.perf_counter()
+        call_kwargs = dict(kwargs)
+        call_kwargs["exclude_urls"] = frozenset(excluded)
+        if accepts_feedback:
+            call_kwargs["feedback"] = feedback
+        searches_before = len(searches)
+        with tracing.span(
+            "citeguard.synthesize",
+            kind="LLM",
+            input=question,
+            attributes={
+                "citeguard.attempt": number,
+                "citeguard.excluded_urls": sorted(excluded),
+                "citeguard.feedback": feedback.message if feedback else None,
+            },
+        ) as llm_span:
+            out = await _call(answer_fn, question, call_kwargs)
+            synth = out if isinstance(out, Synthesis) else Synthesis(text=str(out))
+            tracing.record_llm(llm_span, synth)
+        verdict = await recheck(synth.text, question, searches[:], frozenset(excluded))
+        attempts.append(
+            Attempt(
+                number=number,
+                answer=synth.text,
+                verdict=verdict,
+                excluded_urls=frozenset(excluded),
+                feedback=feedback.message if feedback else None,
+                searches=searches[searches_before:],
+                elapsed_ms=0.0 if replay else (time.perf_counter() - t0) * 1000.0,
+                cost=synth.cost,
+            )
+        )
+        total_cost += synth.cost or 0.0
+        if verdict.passed:
+            return GuardResult(
+                answer=synth.text,
+                passed=True,
+                verdict=verdict,
+                attempts=attempts,
+                outcome="passed",
+                message=f"passed on attempt {number}",
+            )
+        excluded |= set(verdict.offending_urls)
+        feedback = render_feedback(verdict, attempt=number, exclude_urls=frozenset(excluded))
+        elapsed = time.perf_counter() - start
+        if policy.time_budget is not None and elapsed >= policy.time_budget:
+            stop_reason = f"time budget of {policy.time_budget:g}s spent after {number} attempt(s)"
+            break
+        if policy.cost_budget is not None and total_cost >= policy.cost_budget:
+            stop_reason = f"cost budget of {policy.cost_budget:g} spent after {number} attempt(s)"
+            break
+    return await strategy.finish(attempts, stop_reason, recheck)
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    return name in sig.parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()
+    )
+
+
+async def _call(fn: AnswerFn, question: str, kwargs: dict[str, Any]) -> str | Synthesis:
+    if inspect.iscoroutinefunction(fn):
+        return await fn(question, **kwargs)  # type: ignore[no-any-return]
+    # a sync answer function (an LLM SDK call) blocks: run it in a thread (to_thread carries
+    # the contextvars, so searches it makes are still recorded for this run)
+    out = await asyncio.to_thread(fn, question, **kwargs)
+    if inspect.isawaitable(out):
+        return await out
+    return out
+
+
+__all__ = ["ON_FAIL", "AnswerFn", "OnFail", "Recheck", "regenerate"]
