@@ -3,9 +3,15 @@
 The public API, re-exported; the modules behind it are the pipeline (parse → fetch → extract →
 check → verdict → regenerate). Optional extras (the local embedding model, OpenTelemetry, Redis)
 are imported only when used.
+
+``__all__`` is the whole public surface (pinned by ``tests/test_public_api.py``). ``FetchResult``
+and ``Outcome`` are public because public APIs hand them out (``SnapshotStore.get_fetch`` returns
+a ``FetchResult``; ``CitationStatus.outcome`` and ``CitationReport.outcome`` are an ``Outcome``).
+Internals such as ``citeguard.web.fetch.Fetcher`` and ``citeguard.checks.passage.prepare_text``
+stay importable from their modules but are not part of this surface.
 """
 
-from citeguard.checks.diversity import QuestionClass, SourceKind, classify_question, classify_source
+from citeguard.checks.diversity import QuestionClass, classify_question
 from citeguard.checks.entail import (
     Entailer,
     JudgeEntailer,
@@ -15,17 +21,22 @@ from citeguard.checks.entail import (
     make_entailer,
 )
 from citeguard.checks.freshness import FreshnessClass, Regime, classify_freshness
-from citeguard.checks.passage import find_paraphrase, find_passage, prepare_text, text_fragment_url
+from citeguard.checks.passage import find_paraphrase, find_passage, text_fragment_url
 from citeguard.checks.query import QueryScore, score_query
+from citeguard.checks.sources import SourceKind, classify_source
 from citeguard.errors import (
     CitationRejected,
     CiteguardError,
     EntailerError,
+    EventLoopError,
+    InputError,
+    JudgeError,
     MissingExtraError,
     PolicyError,
     SnapshotCorrupt,
     SnapshotError,
     SnapshotMiss,
+    UsageError,
 )
 from citeguard.feedback import Feedback
 from citeguard.guard import Guard
@@ -58,12 +69,13 @@ from citeguard.policy import (
     EntailmentPolicy,
     FetchPolicy,
     FreshnessPolicy,
+    JudgePolicy,
     PassagePolicy,
     Policy,
     QueryPolicy,
 )
 from citeguard.snapshot import SnapshotMode, SnapshotStore, SQLiteSnapshotStore
-from citeguard.web.fetch import Fetcher, Resolver, StaticResolver
+from citeguard.web.fetch import Resolver, StaticResolver
 from citeguard.web.page import extract_page
 from citeguard.web.urls import UrlProblem, normalize_url, registrable_domain
 
@@ -86,16 +98,19 @@ __all__ = [
     "EntailerError",
     "EntailmentPolicy",
     "EntailmentScore",
+    "EventLoopError",
     "Feedback",
     "FetchPolicy",
     "FetchResult",
-    "Fetcher",
     "Finding",
     "FreshnessClass",
     "FreshnessPolicy",
     "Guard",
     "GuardResult",
+    "InputError",
     "JudgeEntailer",
+    "JudgeError",
+    "JudgePolicy",
     "LocalEntailer",
     "MissingExtraError",
     "NLIEntailer",
@@ -123,6 +138,7 @@ __all__ = [
     "StaticResolver",
     "Synthesis",
     "UrlProblem",
+    "UsageError",
     "Verdict",
     "WordOverlapEntailer",
     "__version__",
@@ -135,7 +151,6 @@ __all__ = [
     "make_entailer",
     "normalize_url",
     "parse_answer",
-    "prepare_text",
     "registrable_domain",
     "score_query",
     "text_fragment_url",

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TextIO
 
 from citeguard.errors import CiteguardError
-from citeguard.models import GuardResult, Verdict
+from citeguard.models import Verdict
 from citeguard.policy import EntailmentPolicy, FetchPolicy, Policy
+from citeguard.render import render_verdict
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -157,66 +158,6 @@ def _report(path: Path, out: TextIO) -> int:
             return EXIT_USAGE
     out.write(render_report(build_report(cases)) + "\n")
     return EXIT_PASS
-
-
-# ---------------------------------------------------------------------- rendering
-
-
-def _trim(s: str | None, n: int) -> str:
-    s = s or ""
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def render_verdict(verdict: Verdict, *, title: str | None = None) -> str:
-    """A per-citation table plus the four-axis vector, for people."""
-    lines: list[str] = []
-    if title:
-        lines.append(title)
-    lines.append(f"{'STATUS':<22} {'HTTP':>4}  {'URL → FINAL URL':<60}  REASON")
-    for c in verdict.citations:
-        code = str(c.http_status) if c.http_status is not None else "-"
-        url = c.url if not c.final_url or c.final_url == c.url else f"{c.url} → {c.final_url}"
-        lines.append(f"{c.status.value:<22} {code:>4}  {_trim(url, 60):<60}  {c.reason}")
-        if c.passage is not None and c.passage.matched_text:
-            lines.append(
-                f"{'':<28}passage ({c.passage.how}, {c.passage.score:.0f}): "
-                f"“{_trim(c.passage.matched_text, 90)}”"
-            )
-        if c.entailment is not None:
-            lines.append(
-                f"{'':<28}entailment: {c.entailment.label} "
-                f"({c.entailment.score:.2f}, {c.entailment.backend})"
-            )
-        if c.text_fragment_url:
-            lines.append(f"{'':<28}open at passage: {c.text_fragment_url}")
-    lines.append(render_vector(verdict))
-    for f in verdict.findings:
-        lines.append(f"  note: {f.message}")
-    return "\n".join(lines) + "\n"
-
-
-def render_vector(verdict: Verdict) -> str:
-    parts = []
-    for name, axis in verdict.axes.items():
-        mark = "n/a" if not axis.evaluated else "pass" if axis.passed else "FAIL"
-        score = f" {axis.score:.2f}" if axis.score is not None else ""
-        gate = "" if axis.gating else " (advisory)"
-        parts.append(f"{name}: {mark}{score}{gate}")
-    head = "PASSED" if verdict.passed else "REJECTED"
-    lines = [f"verdict: {head}  |  " + "  |  ".join(parts)]
-    for axis in verdict.axes.values():
-        for f in axis.findings:
-            if f.axis is not None and f.axis != "validity" and f.severity.value == "error":
-                lines.append(f"  {axis.name}: {f.message}")
-    return "\n".join(lines)
-
-
-def render_result(result: GuardResult) -> str:
-    chunks = []
-    for a in result.attempts:
-        chunks.append(render_verdict(a.verdict, title=f"== attempt {a.number} =="))
-    chunks.append(f"outcome: {result.outcome} — {result.message}\n")
-    return "\n".join(chunks)
 
 
 if __name__ == "__main__":  # pragma: no cover

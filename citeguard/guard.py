@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -19,11 +18,11 @@ from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
 
 from citeguard.checks.base import CheckContext
-from citeguard.checks.diversity import classify_source  # TEMP
 from citeguard.checks.entail import Entailer, make_entailer
 from citeguard.checks.freshness import JudgeFreshnessClassifier, RegimeClassifier
-from citeguard.checks.query import JudgeQueryScorer
+from citeguard.checks.judge import judge_for
 from citeguard.checks.registry import build_checks
+from citeguard.checks.sources import with_source_kinds
 from citeguard.checks.validity import check_validity
 from citeguard.errors import CitationRejected, PolicyError
 from citeguard.extract_stage import ExtractStage
@@ -97,7 +96,11 @@ class Guard:
         self._snapshot_ready = False
         self._checks = build_checks(self.policy)
         self._regimes = RegimeClassifier(
-            _judge_for(self.policy, JudgeFreshnessClassifier, "freshness")
+            judge_for(
+                self.policy,
+                JudgeFreshnessClassifier,
+                self.policy.freshness.enabled and self.policy.freshness.use_judge,
+            )
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -152,7 +155,7 @@ class Guard:
         if not self.policy.entailment.check_entailment:
             return None
         if not self._entailer_given and self._entailer is None:
-            self._entailer = make_entailer(self.policy.entailment)
+            self._entailer = make_entailer(self.policy.entailment, self.policy.judge)
             self._entailer_given = self._owns_entailer = True
         return self._entailer
 
@@ -292,10 +295,16 @@ class Guard:
         ) -> Verdict:
             return await self.check(text, question=q, searches=searches, exclude_urls=exclude)
 
+        # the run span carries the question's regime (judged once; every check reuses it)
+        regime = await self._regimes.classify(question, now=self._now())
         with (
             recording_run() as searches,
             self.tracing.span(
-                "citeguard.run", kind="GUARDRAIL", input=question, question=question
+                "citeguard.run",
+                kind="GUARDRAIL",
+                input=question,
+                question=question,
+                regime=regime.regime.value,
             ) as root,
         ):
             result = await regenerate(
@@ -312,29 +321,6 @@ class Guard:
         if not result.passed and ON_FAIL[self.policy.on_fail].raises:
             raise CitationRejected(result.message or "the answer failed the citation guard", result)
         return result
-
-
-_J = TypeVar("_J", JudgeFreshnessClassifier, JudgeQueryScorer)
-
-
-def _judge_for(policy: Policy, cls: type[_J], axis: str) -> _J | None:  # TODO(lead): Policy.judge
-    section = policy.freshness if axis == "freshness" else policy.query
-    if not (section.enabled and section.judge_base_url and section.judge_model):
-        return None
-    return cls(
-        section.judge_base_url, section.judge_model, os.environ.get(section.judge_api_key_env)
-    )
-
-
-def with_source_kinds(citations: Any, pages: Any) -> Any:  # TEMP until checks/sources.py
-    out = []
-    for c in citations:
-        page = pages.get(c.normalized_url or "")
-        kind = classify_source(
-            c.final_url or c.url, page_types=page.types if page else (), title=c.title
-        )
-        out.append(c.model_copy(update={"primary": kind.primary}))
-    return out
 
 
 def _as_text(answer: str | Sequence[Mapping[str, Any]]) -> str:

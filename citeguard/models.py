@@ -74,6 +74,11 @@ class CitationStatus(StrEnum):
         """Resolution outcome: does the URL itself resolve?"""
         return _OUTCOME[self]
 
+    @property
+    def stage(self) -> CitationStage | None:
+        """The pipeline stage at which a citation with this status failed (None: it passed)."""
+        return _STAGE[self]
+
     def is_ok(self) -> bool:
         return self is CitationStatus.OK
 
@@ -102,6 +107,35 @@ _OUTCOME: dict[CitationStatus, Outcome] = {
     CitationStatus.NOT_ENTAILED: Outcome.RESOLVES,
     CitationStatus.EXCLUDED_BY_POLICY: Outcome.BROKEN,
     CitationStatus.NOT_RETRIEVED: Outcome.RESOLVES,
+}
+
+# The stages a cited URL goes through, in order; a failing status names the one it failed at.
+CitationStage = Literal["parse", "policy", "fetch", "extract", "passage", "entailment"]
+
+_STAGE: dict[CitationStatus, CitationStage | None] = {
+    CitationStatus.OK: None,
+    CitationStatus.MALFORMED_URL: "parse",
+    CitationStatus.BLOCKED_SCHEME: "parse",
+    CitationStatus.EXCLUDED_BY_POLICY: "policy",
+    CitationStatus.NOT_RETRIEVED: "policy",
+    CitationStatus.NOT_FOUND: "fetch",
+    CitationStatus.GONE: "fetch",
+    CitationStatus.HTTP_ERROR: "fetch",
+    CitationStatus.UNREACHABLE: "fetch",
+    CitationStatus.CROSS_DOMAIN_REDIRECT: "fetch",
+    CitationStatus.REDIRECT_LOOP: "fetch",
+    CitationStatus.TOO_MANY_REDIRECTS: "fetch",
+    CitationStatus.BLOCKED_ADDRESS: "fetch",
+    CitationStatus.TIMEOUT: "fetch",
+    CitationStatus.BOT_WALL: "fetch",
+    CitationStatus.RATE_LIMITED: "fetch",
+    CitationStatus.TLS_ERROR: "fetch",
+    CitationStatus.CONNECTION_ERROR: "fetch",
+    CitationStatus.TOO_LARGE: "fetch",
+    CitationStatus.UNSUPPORTED_TYPE: "extract",
+    CitationStatus.PASSAGE_MISSING: "passage",
+    CitationStatus.PASSAGE_ALTERED: "passage",
+    CitationStatus.NOT_ENTAILED: "entailment",
 }
 
 
@@ -208,6 +242,9 @@ class SearchResult(_Model):
     snippet: str | None = None
     published: datetime | None = None
     rank: int = 0
+    # the source table's verdict on the URL, filled when the tool's rows are read (search.py)
+    primary: bool | None = None
+    source_kind: str | None = None
 
 
 class SearchRecord(_Model):

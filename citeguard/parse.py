@@ -87,6 +87,13 @@ from citeguard.models import (
     Finding,
     Severity,
 )
+from citeguard.text import (
+    ANSWER_TERMINATOR_RE,
+    fold_whitespace,
+    has_word,
+    is_answer_sentence_end,
+    trim_span,
+)
 from citeguard.web.urls import DEFAULT_ALLOWED_SCHEMES, UrlProblem, normalize_url
 
 __all__ = ["MAX_MARKER_RANGE", "parse_answer"]
@@ -178,18 +185,7 @@ _BLOCK_PREFIX = re.compile(
 _HRULE = re.compile(r"[ \t]*(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})")
 _TABLE_SEP = re.compile(r"[ \t]*\|?[ \t]*:?-{2,}:?[ \t]*(?:\|[ \t]*:?-{2,}:?[ \t]*)*\|?[ \t]*")
 
-# A sentence ends at . ! ? (optionally closed by quotes/brackets) before whitespace, a marker or the
-# end; CJK full stops need no whitespace.
-_TERMINATOR = re.compile(r"[.!?]+[\"'”’»)\]]*(?=[\s\[]|$)|[。！？]+[」』”’）)]*")
-# Words whose full stop does not end a sentence ("Dr. Smith", "Fig. 3", "Apple Inc. CEO").
-_ABBREVIATION_WORDS = (
-    "mr mrs ms dr prof sr jr st mt ft vs v no nos fig figs eq eqs approx ca cf al gen gov sen rep"
-    " inc ltd corp co bros dept univ est vol ed eds pp p op cit ibid"
-    " jan feb mar apr jun jul aug sep sept oct nov dec"
-)
-_ABBREVIATIONS = frozenset(_ABBREVIATION_WORDS.split())
-_INITIALISM = re.compile(r"(?:[A-Za-z]{1,2}\.)+[A-Za-z]{1,2}")
-_WORD = re.compile(r"\w")
+# Sentence ends (terminators, abbreviations, initials) are citeguard.text.is_answer_sentence_end.
 
 # Quotes. Each body excludes its own opening character, so unclosed quotes cost a bounded scan.
 _QUOTE_PATTERNS: tuple[tuple[re.Pattern[str], int], ...] = (
@@ -388,7 +384,7 @@ def _span_end(pos: int, starts: list[int], spans: list[tuple[int, int]]) -> int:
 
 
 def _normalize_key(raw: str) -> str:
-    key = " ".join(raw.split()).casefold()
+    key = fold_whitespace(raw).casefold()
     return str(int(key)) if key.isdigit() else key
 
 
@@ -681,7 +677,7 @@ def _find_anchors(masked: str) -> list[_Hit]:
         label: str | None = None
         if j < len(closes) and closes[j].start() < next_open:
             inner = masked[m.end() : closes[j].start()]
-            label = " ".join(html.unescape(_TAG.sub("", inner)).split()) or None
+            label = fold_whitespace(html.unescape(_TAG.sub("", inner))) or None
             end = closes[j].end()
         hits.append(_Hit(m.start(), end, "html_anchor", url=url, label=label))
     return hits
@@ -715,7 +711,7 @@ def _find_brackets(
             if m.group("bang") or not dest or dest.startswith("#"):
                 skipped.append((m.start(), m.end()))  # image or in-page link: not a citation
             else:
-                label = " ".join(label_text.split()) or None
+                label = fold_whitespace(label_text) or None
                 hits.append(_Hit(start, m.end(), "inline_link", url=dest, label=label))
             pos = m.end()
             continue
@@ -835,29 +831,6 @@ def _units(text: str, lines: list[_Line], layout: _Layout) -> list[_Unit]:
     return units
 
 
-def _is_boundary(text: str, t_start: int, t_end: int, unit_end: int, absorbable: set[int]) -> bool:
-    nxt = t_end
-    while nxt < unit_end and text[nxt].isspace():
-        nxt += 1
-    if nxt >= unit_end:
-        return True
-    if text[t_end] == "[" and t_end not in absorbable:
-        return False  # "e.g.[x]" or similar: only a citation marker may follow unspaced
-    ch = text[nxt]
-    if ch.islower():
-        return False  # "e.g. the", "approx. five", "… and so on"
-    if text[t_start] == "." and text[t_start:t_end].count(".") == 1:
-        words = text[max(0, t_start - 40) : t_start].rsplit(None, 1)
-        if not words:
-            return True
-        token = words[-1].lstrip("(\"'“‘[*_")
-        if token.lower() in _ABBREVIATIONS or _INITIALISM.fullmatch(token):
-            return False
-        if len(token) == 1 and token.isupper():
-            return False  # an initial: "J. Smith"
-    return True
-
-
 def _parenthesised_citations(text: str, q: int, limit: int, hit_end: dict[int, int]) -> int | None:
     """End of ``(cite, cite)`` at ``q`` when the parentheses hold only citations, else None."""
     p = q + 1
@@ -895,10 +868,7 @@ def _split_claims(
     orphans: list[tuple[int, int, int]] = []
 
     def emit(s: int, e: int, unit: _Unit) -> None:
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
+        s, e = trim_span(text, s, e)
         if s >= e:
             return
         i = bisect.bisect_left(hit_starts, s)
@@ -911,7 +881,7 @@ def _split_claims(
             has_hit = True
             i += 1
         pieces.append(text[pos:e])
-        has_words = bool(_WORD.search("".join(pieces)))
+        has_words = has_word("".join(pieces))
         if unit.heading and not has_hit:
             return
         if has_words:
@@ -924,7 +894,7 @@ def _split_claims(
             emit(unit.start, unit.end, unit)
             continue
         sent_start = unit.start
-        for m in _TERMINATOR.finditer(text, unit.start, unit.end):
+        for m in ANSWER_TERMINATOR_RE.finditer(text, unit.start, unit.end):
             t_start, t_end = m.span()
             if t_end <= sent_start:
                 continue
@@ -934,7 +904,7 @@ def _split_claims(
                 t_start, quote_starts, quote_spans
             ):
                 continue  # "Rates rose. Jobs grew." quoted is one claim's quote, not two claims
-            if not _is_boundary(text, t_start, t_end, unit.end, absorbable):
+            if not is_answer_sentence_end(text, t_start, t_end, unit.end, absorbable):
                 continue
             end = t_end
             # "… rose 3%. [2]" and "…3%.[1][2]": markers after the full stop belong to it.
@@ -962,8 +932,8 @@ def _find_quotes(masked: str) -> list[tuple[int, int, str]]:
     found: list[tuple[int, int, str]] = []
     for pattern, min_words in _QUOTE_PATTERNS:
         for m in pattern.finditer(masked):
-            body = " ".join(m.group(1).split())
-            if not _WORD.search(body) or len(body.split()) < min_words:
+            body = fold_whitespace(m.group(1))
+            if not has_word(body) or len(body.split()) < min_words:
                 continue
             found.append((m.start(), m.end(), body))
     found.sort(key=lambda q: (q[0], -q[1]))

@@ -1,18 +1,28 @@
 """Policy: every threshold and switch citeguard uses, with documented defaults.
 
-A ``Policy`` is frozen. Make variants with ``policy.model_copy(update={...})`` or by building the
-nested section you want to change::
+A ``Policy`` and its sections are frozen pydantic models that validate on construction: a bad
+value or an unknown key raises :class:`~citeguard.errors.PolicyError` (a ``ValueError``), never
+pydantic's ``ValidationError``. Make variants with :meth:`Policy.replace`, which validates too;
+a section given as a dict is merged into the current one::
 
-    strict = Policy(fetch=FetchPolicy(url_timeout=5.0), unverifiable_fails=True)
+    strict = Policy().replace(fetch={"url_timeout": 5.0}, unverifiable_fails=True)
+
+(``model_copy(update=...)`` skips validation; prefer ``replace``.) The LLM judge's endpoint
+lives in one section, :class:`JudgePolicy` (``Policy.judge``), shared by the entailment,
+freshness and query axes; each axis only switches it on (``entailment.backend="judge"``,
+``freshness.use_judge``, ``query.use_judge``).
 
 Defaults are module-level ``DEFAULT_*`` constants so they can be quoted in docs and tests.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from citeguard.errors import PolicyError
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_URL_TIMEOUT = 10.0
@@ -28,10 +38,81 @@ DEFAULT_RETRY_AFTER_CAP = 5.0
 DEFAULT_POSITIVE_TTL = 6 * 3600.0
 DEFAULT_NEGATIVE_TTL = 5 * 60.0
 DEFAULT_USER_AGENT = "citeguard/0.1 (+https://pypi.org/project/citeguard-agent/)"
+DEFAULT_JUDGE_API_KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_JUDGE_TIMEOUT = 30.0
+DEFAULT_JUDGE_RETRIES = 2
+DEFAULT_JUDGE_BACKOFF = 0.5
+DEFAULT_JUDGE_CONCURRENCY = 8
 
 
-class _Section(BaseModel):
+def _flatten(errors: Sequence[Mapping[str, Any]], prefix: tuple[Any, ...] = ()) -> list[Any]:
+    """pydantic's error details, with a nested section's PolicyError unpacked in place."""
+    out: list[Any] = []
+    for e in errors:
+        loc = (*prefix, *e.get("loc", ()))
+        cause = (e.get("ctx") or {}).get("error")
+        if isinstance(cause, PolicyError) and cause.errors:
+            out += _flatten(cause.errors, loc)
+        elif e.get("type") == "value_error" and cause is not None:
+            out.append({**e, "loc": loc, "msg": str(cause)})
+        else:
+            out.append({**e, "loc": loc})
+    return out
+
+
+def _policy_error(exc: ValidationError) -> PolicyError:
+    errors = _flatten(exc.errors(include_url=False))
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in e['loc']) or '(root)'}: {e['msg']}" for e in errors
+    )
+    return PolicyError(f"invalid {exc.title}: {problems}", errors)
+
+
+class _Validated(BaseModel):
+    """A frozen model whose construction raises PolicyError instead of ValidationError."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    if not TYPE_CHECKING:  # keep the typed __init__ the pydantic mypy plugin writes
+
+        def __init__(self, **data: Any) -> None:
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise _policy_error(exc) from None
+
+        @classmethod
+        def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+            try:
+                return super().model_validate(obj, *args, **kwargs)
+            except ValidationError as exc:
+                raise _policy_error(exc) from None
+
+        @classmethod
+        def model_validate_json(cls, json_data: Any, *args: Any, **kwargs: Any) -> Self:
+            try:
+                return super().model_validate_json(json_data, *args, **kwargs)
+            except ValidationError as exc:
+                raise _policy_error(exc) from None
+
+    def replace(self, **updates: Any) -> Self:
+        """A validated copy with ``updates`` applied; raises PolicyError like the constructor.
+
+        A field holding a section accepts a section object (used as is) or a mapping, which is
+        merged into the current section (``policy.replace(fetch={"url_timeout": 5})`` keeps the
+        other fetch settings). Other values replace the field's value whole.
+        """
+        data = {name: getattr(self, name) for name in type(self).model_fields}
+        for name, value in updates.items():
+            current = data.get(name)
+            if isinstance(current, _Validated) and isinstance(value, Mapping):
+                value = current.replace(**value)
+            data[name] = value
+        return type(self)(**data)
+
+
+class _Section(_Validated):
+    pass
 
 
 class FetchPolicy(_Section):
@@ -73,11 +154,7 @@ class EntailmentPolicy(_Section):
 
     check_entailment: bool = True
     backend: Literal["local", "nli", "judge", "none"] = "local"
-    model_path: str | None = None
-    judge_base_url: str | None = None
-    judge_model: str | None = None
-    judge_api_key_env: str = "OPENAI_API_KEY"
-    judge_timeout: float = Field(30.0, gt=0)
+    model_path: str | None = None  # for backend="nli"; backend="judge" uses Policy.judge
     support_threshold: float = Field(0.5, ge=0, le=1)
     contradiction_threshold: float = Field(0.5, ge=0, le=1)
     window_chars: int = Field(1200, gt=0)
@@ -85,9 +162,6 @@ class EntailmentPolicy(_Section):
     # sentences of a window the local model embeds (those sharing most words with the claim)
     max_sentences_embedded: int = Field(4, gt=0)
     batch_size: int = Field(32, gt=0)
-    judge_retries: int = Field(2, ge=0)  # extra attempts on 429/5xx/connection/garbage
-    judge_backoff: float = Field(0.5, ge=0)  # first retry wait, doubled each retry
-    judge_concurrency: int = Field(8, gt=0)  # judge requests in flight per score() call
     min_supported_share: float = Field(0.0, ge=0, le=1)  # share of claims that must be supported
     fail_unsupported: bool = True  # a claim whose citations are all unsupported fails validity
 
@@ -111,26 +185,57 @@ class FreshnessPolicy(_Section):
     )
     undated_counts_as_stale: bool = True
     require_caveat: bool = True
-    # optional LLM judge for the question's regime (OpenAI-compatible; falls back to the rules)
-    judge_base_url: str | None = None
-    judge_model: str | None = None
-    judge_api_key_env: str = "OPENAI_API_KEY"
+    # ask the LLM judge (Policy.judge) for the question's regime; falls back to the rules
+    use_judge: bool = False
 
 
 class QueryPolicy(_Section):
     enabled: bool = True
     gating: bool = False  # report and feed back by default; re-synthesis cannot fix a bad query
     min_score: float = Field(3.0, ge=1, le=5)
-    # optional LLM judge for the same rubric (OpenAI-compatible; falls back to the rules)
-    judge_base_url: str | None = None
-    judge_model: str | None = None
-    judge_api_key_env: str = "OPENAI_API_KEY"
+    # ask the LLM judge (Policy.judge) to grade the same rubric; falls back to the rules
+    use_judge: bool = False
 
 
-class Policy(BaseModel):
-    """Every threshold and switch. Frozen; copy to make variants."""
+class JudgePolicy(_Section):
+    """The one OpenAI-compatible chat-completions judge the axes may share.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    ``base_url`` is the API root (``.../v1``); the key is read from the environment variable
+    ``api_key_env`` (no key: no ``Authorization`` header). 429, 5xx, connection errors,
+    timeouts and malformed replies are retried ``retries`` times, waiting ``backoff`` seconds
+    doubled each retry (or the server's ``Retry-After``, capped). ``concurrency`` bounds the
+    entailment judge's requests in flight per ``score()`` call. The axes switch it on with
+    ``entailment.backend="judge"``, ``freshness.use_judge`` and ``query.use_judge``.
+    """
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = DEFAULT_JUDGE_API_KEY_ENV
+    timeout: float = Field(DEFAULT_JUDGE_TIMEOUT, gt=0)  # seconds per request
+    retries: int = Field(DEFAULT_JUDGE_RETRIES, ge=0)  # extra attempts
+    backoff: float = Field(DEFAULT_JUDGE_BACKOFF, ge=0)  # first retry wait, doubled each retry
+    concurrency: int = Field(DEFAULT_JUDGE_CONCURRENCY, gt=0)
+
+    @property
+    def configured(self) -> bool:
+        """Whether an endpoint and a model are set."""
+        return bool(self.base_url and self.model)
+
+
+class Policy(_Validated):
+    """Every threshold and switch. Frozen and validated: a bad value raises PolicyError.
+
+    Make variants with :meth:`replace` (validated; section dicts merge into the current
+    section)::
+
+        policy = Policy().replace(fetch={"url_timeout": 5.0}, max_attempts=2)
+        judged = policy.replace(
+            judge={"base_url": "http://localhost:8000/v1", "model": "m"},
+            query={"use_judge": True},
+        )
+
+    ``model_copy(update=...)`` does not validate; prefer ``replace``.
+    """
 
     fetch: FetchPolicy = Field(default_factory=FetchPolicy)
     passage: PassagePolicy = Field(default_factory=PassagePolicy)
@@ -138,6 +243,7 @@ class Policy(BaseModel):
     diversity: DiversityPolicy = Field(default_factory=DiversityPolicy)
     freshness: FreshnessPolicy = Field(default_factory=FreshnessPolicy)
     query: QueryPolicy = Field(default_factory=QueryPolicy)
+    judge: JudgePolicy = Field(default_factory=JudgePolicy)
 
     unverifiable_fails: bool = True  # the gate is a hard gate: "could not tell" fails
     not_retrieved_fails: bool = False  # cited URL that no recorded search returned
@@ -150,6 +256,17 @@ class Policy(BaseModel):
     def _check(self) -> Policy:
         if self.fetch.url_timeout > self.fetch.answer_deadline:
             raise ValueError("fetch.url_timeout must not exceed fetch.answer_deadline")
+        wanted = [
+            name
+            for name, on in (
+                ("entailment.backend='judge'", self.entailment.backend == "judge"),
+                ("freshness.use_judge", self.freshness.use_judge),
+                ("query.use_judge", self.query.use_judge),
+            )
+            if on
+        ]
+        if wanted and not self.judge.configured:
+            raise ValueError(f"{', '.join(wanted)} needs judge.base_url and judge.model")
         return self
 
     @classmethod

@@ -19,7 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from citeguard.errors import InputError
 from citeguard.models import AXES
+from citeguard.render import Column, table
 
 __all__ = ["AxisStats", "FindingCluster", "TrafficReport", "build_report", "render_report"]
 
@@ -147,10 +149,10 @@ def _verdict_of(case: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(verdict, str):
         verdict = json.loads(verdict)
     if not isinstance(verdict, Mapping):
-        raise ValueError("verdict is missing or not an object")
+        raise InputError("verdict is missing or not an object")
     axes = verdict.get("axes", {})
     if not isinstance(axes, Mapping):
-        raise ValueError("verdict.axes is not an object")
+        raise InputError("verdict.axes is not an object")
     return verdict
 
 
@@ -281,17 +283,34 @@ def _add_finding(
         bucket.append(message)
 
 
+_AXIS_COLUMNS = (
+    Column("axis", width=10),
+    Column("evaluated", width=9, align="right"),
+    Column("failed", width=7, align="right"),
+    Column("rate", width=7, align="right"),
+)
+
+
 def render_report(report: TrafficReport) -> str:
     """A plain-text view of a :class:`TrafficReport`: an axis table, then the findings."""
     lines = [
         f"cases: {report.cases}  passed: {report.passed}  queries: {report.queries}"
         + (f"  skipped: {len(report.skipped)}" if report.skipped else ""),
         "",
-        f"{'axis':<10} {'evaluated':>9} {'failed':>7} {'rate':>7}",
+        table(
+            _AXIS_COLUMNS,
+            [
+                [
+                    a.axis,
+                    str(a.evaluated),
+                    str(a.failed),
+                    "-" if a.failure_rate is None else f"{a.failure_rate:.0%}",
+                ]
+                for a in report.axes
+            ],
+            sep=" ",
+        ),
     ]
-    for a in report.axes:
-        rate = "-" if a.failure_rate is None else f"{a.failure_rate:.0%}"
-        lines.append(f"{a.axis:<10} {a.evaluated:>9} {a.failed:>7} {rate:>7}")
     if report.clusters:
         lines += ["", "most common findings:"]
         for c in report.clusters:

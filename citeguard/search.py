@@ -5,15 +5,21 @@ a list of dicts or objects; ``{"results": [...]}`` (Tavily, Exa, SearXNG); ``{"o
 (Serper) and ``{"organic_results": [...]}`` (SerpAPI); ``{"web": {"results": [...]}}`` (Brave);
 ``{"items": [...]}`` (Google Custom Search); ``{"webPages": {"value": [...]}}`` (Bing);
 LangChain ``Document`` objects (``metadata["source"]``); a JSON string of any of these.
+
+Each row is classified once here, with the same source table the diversity axis uses
+(:func:`~citeguard.checks.sources.classify_source`), so what a search returned can be read
+as primary or secondary without classifying again downstream (the trace reads these fields).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from citeguard.checks.sources import SourceKind, classify_source
+from citeguard.dates import parse_date, parse_human_date, parse_iso
 from citeguard.models import SearchResult
 
 _URL_KEYS = ("url", "link", "href", "source", "uri")
@@ -55,16 +61,28 @@ def normalize_search_results(raw: Any) -> list[SearchResult]:
         url = _first_str(fields, _URL_KEYS)
         if not url:
             continue
+        title = _first_str(fields, _TITLE_KEYS)
+        kind = _source_kind(url, title)
         out.append(
             SearchResult(
                 url=url,
-                title=_first_str(fields, _TITLE_KEYS),
+                title=title,
                 snippet=_first_str(fields, _SNIPPET_KEYS),
                 published=_parse_date(_first(fields, _DATE_KEYS)),
                 rank=rank,
+                primary=kind.primary if kind is not None else None,
+                source_kind=kind.category if kind is not None else None,
             )
         )
     return out
+
+
+def _source_kind(url: str, title: str | None) -> SourceKind | None:
+    """The source table's kind of a result (None when the URL cannot be classified)."""
+    try:
+        return classify_source(url, title=title)
+    except Exception:  # a row the table cannot read is kept, unclassified: this never raises
+        return None
 
 
 def _items(raw: Any) -> list[Any]:
@@ -112,20 +130,9 @@ def _first_str(fields: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
 
 
 def _parse_date(value: Any) -> datetime | None:
+    """A result's date: a datetime, ISO 8601, another machine-written date or a day in words."""
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not isinstance(value, str) or not value.strip():
+        return parse_date(value)
+    if not isinstance(value, str):
         return None
-    s = value.strip().replace("Z", "+00:00")
-    try:
-        dt = datetime.fromisoformat(s)
-    except ValueError:
-        for fmt in ("%Y-%m-%d", "%d %b %Y", "%b %d, %Y", "%B %d, %Y", "%a, %d %b %Y %H:%M:%S %z"):
-            try:
-                dt = datetime.strptime(value.strip(), fmt)
-                break
-            except ValueError:
-                continue
-        else:
-            return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    return parse_iso(value) or parse_date(value) or parse_human_date(value)

@@ -19,6 +19,7 @@ from typing import Any, NoReturn, TextIO
 
 from citeguard.errors import CiteguardError, SnapshotError
 from citeguard.models import AXES
+from citeguard.render import Column, table
 from citeguard.snapshot import (
     AxisSummary,
     SnapshotDiff,
@@ -189,19 +190,10 @@ def resolve_version(spec: str, versions: Sequence[VersionInfo]) -> int:
 def _table(
     headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int] | None = None
 ) -> str:
+    """An aligned table: every column fits its widest cell; ``right`` columns align right."""
     right = right or set()
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-
-    def line(cells: Sequence[str]) -> str:
-        parts = [
-            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)
-        ]
-        return "  ".join(parts).rstrip()
-
-    return "\n".join([line(headers), *(line(r) for r in rows)]) + "\n"
+    columns = [Column(h, align="right" if i in right else "left") for i, h in enumerate(headers)]
+    return table(columns, rows) + "\n"
 
 
 def _opt(x: object) -> str:

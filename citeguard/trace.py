@@ -45,7 +45,7 @@ from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from enum import Enum
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 try:
     from opentelemetry import context as _otel_context
@@ -62,9 +62,11 @@ from citeguard.models import (
     AXES,
     AxisResult,
     CitationReport,
+    CitationStage,
     CitationStatus,
     GuardResult,
     SearchRecord,
+    SearchResult,
     Synthesis,
     Verdict,
 )
@@ -101,31 +103,24 @@ _SCOPE = "citeguard"
 _MAX_TEXT = 16_000  # longer strings are cut: an answer or a page passage, not a whole page
 _MAX_EXPLANATION = 2_000
 
-# The question of the guarded run in progress, so a search the agent makes while answering it can
-# carry the question's freshness regime. A ContextVar: concurrent runs each see their own.
-_QUESTION: ContextVar[str | None] = ContextVar("citeguard_trace_question", default=None)
 
-# Which stage a citation status belongs to (None: it passed every stage).
-_POLICY_STATUSES = frozenset({CitationStatus.EXCLUDED_BY_POLICY, CitationStatus.NOT_RETRIEVED})
-_PARSE_STATUSES = frozenset({CitationStatus.MALFORMED_URL, CitationStatus.BLOCKED_SCHEME})
-_UNFETCHED_STATUSES = _PARSE_STATUSES | {CitationStatus.EXCLUDED_BY_POLICY}
-_STAGE_OF: dict[CitationStatus, str] = {
-    CitationStatus.UNSUPPORTED_TYPE: "extract",
-    CitationStatus.PASSAGE_MISSING: "passage",
-    CitationStatus.PASSAGE_ALTERED: "passage",
-    CitationStatus.NOT_ENTAILED: "entailment",
-}
+class _Run(NamedTuple):
+    """The guarded run in progress, as its caller described it: its question and, when known,
+    the question's freshness regime."""
+
+    question: str | None
+    regime: str | None
 
 
-def failed_stage(status: CitationStatus) -> str | None:
-    """The pipeline stage at which a citation with this status failed (None when it passed)."""
-    if status is CitationStatus.OK:
-        return None
-    if status in _POLICY_STATUSES:
-        return "policy"
-    if status in _PARSE_STATUSES:
-        return "parse"
-    return _STAGE_OF.get(status, "fetch")
+# The guarded run in progress, so a search the agent makes while answering it can carry the
+# run's question and regime. A ContextVar: concurrent runs each see their own.
+_RUN: ContextVar[_Run | None] = ContextVar("citeguard_trace_run", default=None)
+
+
+def failed_stage(status: CitationStatus) -> CitationStage | None:
+    """The pipeline stage at which a citation with this status failed (None when it passed):
+    :attr:`CitationStatus.stage`."""
+    return status.stage
 
 
 class Tracing:
@@ -133,8 +128,11 @@ class Tracing:
 
     ``tracer_provider``: an OpenTelemetry ``TracerProvider``; ``None`` uses the global one (a
     no-op unless the application set one). ``now``: the clock used for source recency in search
-    spans. Holds no per-run state, so one instance serves concurrent runs: parent links follow
-    the OpenTelemetry context, which every asyncio task carries on its own.
+    spans. The tracer only observes: source kinds, regimes and statuses are read from what the
+    stages produced (:class:`CitationReport`, :class:`Verdict`, :class:`SearchResult`, the
+    caller's arguments), never worked out again here. Holds no per-run state, so one instance
+    serves concurrent runs: parent links follow the OpenTelemetry context, which every asyncio
+    task carries on its own.
     """
 
     def __init__(
@@ -168,18 +166,18 @@ class Tracing:
         input: str | None = None,
         attributes: Mapping[str, Any] | None = None,
         question: str | None = None,
+        regime: str | None = None,
     ) -> AbstractContextManager[Any]:
         """A span around a block, made current for the block; yields the span (``None`` when
         tracing is off). An exception leaving the block is recorded and sets ERROR status.
 
-        ``question``: the user question of a guarded run; searches made inside the block record
-        its freshness regime.
+        ``question``: the user question of a guarded run, and ``regime`` its freshness regime
+        when the caller knows it already; searches made inside the block record both.
         """
         if self._tracer is None:
             return nullcontext(None)
-        return _SpanScope(
-            self._tracer, name, kind, input=input, attributes=attributes, question=question
-        )
+        run = _Run(question, regime) if question is not None or regime is not None else None
+        return _SpanScope(self._tracer, name, kind, input=input, attributes=attributes, run=run)
 
     # ------------------------------------------------------------------ verdicts
 
@@ -269,10 +267,16 @@ class Tracing:
     # ------------------------------------------------------------------ searches
 
     @contextmanager
-    def retriever_span(self, query: str, *, provider: str | None = None) -> Iterator[SearchTrace]:
+    def retriever_span(
+        self, query: str, *, provider: str | None = None, regime: str | None = None
+    ) -> Iterator[SearchTrace]:
         """A RETRIEVER span around one search call. Use the yielded handle's ``tool()`` around
         the wire call (a TOOL child, so its latency lands on its own node) and ``record()`` with
-        the :class:`SearchRecord` once the results are in."""
+        the :class:`SearchRecord` once the results are in.
+
+        ``regime``: the freshness regime of the question being answered, as the caller knows
+        it; ``None`` takes the enclosing run's (see :meth:`span`), if it gave one.
+        """
         provider = provider or "search"
         if self._tracer is None:
             yield SearchTrace(None, None, query, provider)
@@ -284,7 +288,7 @@ class Tracing:
             attributes={"citeguard.search.provider": provider},
         ) as sp:
             handle = SearchTrace(self, sp, query, provider)
-            handle._set_regime(_QUESTION.get())
+            handle._set_run(_RUN.get(), regime)
             yield handle
 
     # ------------------------------------------------------------------ citations
@@ -316,7 +320,7 @@ class Tracing:
                 continue
 
     def _citation_span(self, parent_ctx: Any, c: CitationReport, anchor: int, now: int) -> None:
-        stage = failed_stage(c.status)
+        stage = c.status.stage
         sp = self._tracer.start_span("citeguard.citation", context=parent_ctx, start_time=anchor)
         try:
             if not sp.is_recording():
@@ -338,6 +342,7 @@ class Tracing:
                 "citeguard.redirects": list(c.redirects),
                 "citeguard.claim_indices": list(c.claim_indices),
                 "citeguard.primary": c.primary,
+                "citeguard.source_kind": c.source_kind,
                 "citeguard.title": c.title,
                 "citeguard.published": c.published,
                 "citeguard.modified": c.modified,
@@ -358,10 +363,8 @@ class Tracing:
             )
             _set_all(sp, attrs)
             ctx = _otel_trace.set_span_in_context(sp, parent_ctx)
-            if (
-                c.status not in _PARSE_STATUSES
-                and c.status is not CitationStatus.EXCLUDED_BY_POLICY
-            ):
+            # a URL that failed to parse, or that the policy excluded, was never fetched
+            if stage != "parse" and c.status is not CitationStatus.EXCLUDED_BY_POLICY:
                 fetch_end = min(anchor + int(max(c.elapsed_ms, 0.0) * 1e6), now)
                 self._fetch_stage(ctx, c, stage == "fetch", anchor, fetch_end)
             page_seen = any(
@@ -536,7 +539,8 @@ class SearchTrace:
 
     def record(self, record: SearchRecord) -> None:
         """Attach the results: one OpenInference retrieval document per search result, with its
-        URL, snippet, reciprocal-rank score, recency and authority (primary / secondary)."""
+        URL, snippet, reciprocal-rank score, recency, and authority (primary / secondary) as
+        the search normalisation classified it."""
         if self._tracing is None or not _is_recording(self._span):
             return
         attrs: dict[str, Any] = {
@@ -561,11 +565,16 @@ class SearchTrace:
                 continue
         _set_all(self._span, attrs)
 
-    def _set_regime(self, question: str | None) -> None:
-        if not question or not _is_recording(self._span):
+    def _set_run(self, run: _Run | None, regime: str | None) -> None:
+        if not _is_recording(self._span):
             return
-        regime = _freshness_regime(question, self._tracing._now() if self._tracing else None)
-        _set_all(self._span, {"citeguard.question": question, "citeguard.freshness.regime": regime})
+        question = run.question if run is not None else None
+        if regime is None and run is not None:
+            regime = run.regime
+        _set_all(
+            self._span,
+            {"citeguard.question": question or None, "citeguard.freshness.regime": regime},
+        )
 
 
 # ---------------------------------------------------------------------- span scope
@@ -583,7 +592,7 @@ class _SpanScope(AbstractContextManager[Any]):
         *,
         input: str | None = None,
         attributes: Mapping[str, Any] | None = None,
-        question: str | None = None,
+        run: _Run | None = None,
         parent: Any = None,
         otel_kind: Literal["INTERNAL", "CLIENT"] = "INTERNAL",
     ) -> None:
@@ -592,12 +601,12 @@ class _SpanScope(AbstractContextManager[Any]):
         self._kind = kind
         self._input = input
         self._attributes = attributes
-        self._question = question
+        self._run = run
         self._parent = parent
         self._otel_kind = otel_kind
         self._span: Any = None
         self._token: Any = None
-        self._qtoken: Token[str | None] | None = None
+        self._run_token: Token[_Run | None] | None = None
 
     def __enter__(self) -> Any:
         try:
@@ -614,8 +623,8 @@ class _SpanScope(AbstractContextManager[Any]):
         except Exception:
             self._span = None
             return None
-        if self._question is not None:
-            self._qtoken = _QUESTION.set(self._question)
+        if self._run is not None:
+            self._run_token = _RUN.set(self._run)
         if span.is_recording():
             attrs: dict[str, Any] = {SPAN_KIND: self._kind}
             if self._input is not None:
@@ -635,9 +644,9 @@ class _SpanScope(AbstractContextManager[Any]):
         span = self._span
         if span is None:
             return
-        if self._qtoken is not None:
+        if self._run_token is not None:
             with suppress(Exception):
-                _QUESTION.reset(self._qtoken)
+                _RUN.reset(self._run_token)
         try:
             if isinstance(exc, Exception):
                 span.record_exception(exc)
@@ -812,6 +821,7 @@ def _verdict_attributes(verdict: Verdict, output: str | None) -> dict[str, Any]:
         "citeguard.citations.total": len(verdict.citations),
         "citeguard.citations.failed": len(bad),
         "citeguard.failed_citations": [f"{c.url} [{c.status.value}] {c.reason}" for c in bad],
+        "citeguard.freshness.regime": verdict.regime,
         "citeguard.elapsed_ms": verdict.elapsed_ms,
     }
     for i, axis in enumerate(axes):
@@ -819,7 +829,7 @@ def _verdict_attributes(verdict: Verdict, output: str | None) -> dict[str, Any]:
     return attrs
 
 
-def _document_metadata(r: Any, now: datetime) -> dict[str, Any]:
+def _document_metadata(r: SearchResult, now: datetime) -> dict[str, Any]:
     meta: dict[str, Any] = {"url": r.url, "title": r.title, "rank": r.rank}
     if r.published is not None:
         published = r.published if r.published.tzinfo else r.published.replace(tzinfo=UTC)
@@ -828,26 +838,10 @@ def _document_metadata(r: Any, now: datetime) -> dict[str, Any]:
     else:
         meta["published"] = None
         meta["recency_days"] = None
-    try:
-        from citeguard.checks.diversity import classify_source
-
-        kind = classify_source(r.url, title=r.title)
-        meta["authority"] = "primary" if kind.primary else "secondary"
-        meta["source_category"] = str(getattr(kind, "category", "") or "") or None
-    except Exception:  # the classifier is optional here: a document without authority is fine
-        meta["authority"] = None
+    # the source kind as the search normalisation recorded it (None: not classified)
+    meta["authority"] = None if r.primary is None else "primary" if r.primary else "secondary"
+    meta["source_category"] = r.source_kind
     return meta
-
-
-def _freshness_regime(question: str, now: datetime | None) -> str | None:
-    try:
-        from citeguard.checks.freshness import classify_freshness
-
-        regime = classify_freshness(question, now=now).regime
-    except Exception:
-        return None
-    value = getattr(regime, "value", regime)
-    return str(value) if value is not None else None
 
 
 __all__ = ["SearchTrace", "SpanKindName", "Tracing", "failed_stage"]

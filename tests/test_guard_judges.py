@@ -14,7 +14,7 @@ import pytest_asyncio
 from aiohttp import web
 from conftest import Farm
 
-from citeguard import FetchPolicy, FreshnessPolicy, Guard, Policy, QueryPolicy
+from citeguard import FetchPolicy, FreshnessPolicy, Guard, JudgePolicy, Policy, QueryPolicy
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 PAGE = "<html><body><p>Middlemarch is a novel by George Eliot.</p></body></html>"
@@ -69,8 +69,9 @@ async def judge() -> AsyncIterator[Judge]:
 def _policy(judge: Judge) -> Policy:
     return Policy(
         fetch=FetchPolicy(allow_private_addresses=True, retries=0),
-        freshness=FreshnessPolicy(judge_base_url=judge.base_url, judge_model="m"),
-        query=QueryPolicy(judge_base_url=judge.base_url, judge_model="m"),
+        freshness=FreshnessPolicy(use_judge=True),
+        query=QueryPolicy(use_judge=True),
+        judge=JudgePolicy(base_url=judge.base_url, model="m", backoff=0.0),
     )
 
 

@@ -408,8 +408,11 @@ def test_retriever_span_with_tool_child_and_documents(spans: Spans) -> None:
                 snippet="fines of up to 35 million",
                 published=NOW - timedelta(days=10),
                 rank=1,
+                primary=True,
             ),
-            SearchResult(url="https://blog.example.io/ai-act", title="A blog", rank=2),
+            SearchResult(
+                url="https://blog.example.io/ai-act", title="A blog", rank=2, primary=False
+            ),
         ],
         elapsed_ms=42.0,
     )
@@ -452,7 +455,13 @@ def test_retriever_span_carries_the_run_questions_freshness_regime(spans: Spans)
     question = "What is the bitcoin price today?"
     expected = classify_freshness(question).regime
     tracing = Tracing(spans.provider)
-    run = tracing.span("citeguard.run", kind="GUARDRAIL", input=question, question=question)
+    run = tracing.span(
+        "citeguard.run",
+        kind="GUARDRAIL",
+        input=question,
+        question=question,
+        regime=str(getattr(expected, "value", expected)),
+    )
     with run, tracing.retriever_span("bitcoin price") as rs:
         rs.record(SearchRecord(query="bitcoin price"))
     with tracing.retriever_span("outside any run") as rs:

@@ -15,6 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+# The word list, tokenizer and sentence splitter live in citeguard.text; they are re-exported
+# here under their old names for the entailment and support checks.
+from citeguard.text import ENTAILMENT_STOPWORDS as STOPWORDS
+from citeguard.text import entailment_tokens as tokens
+from citeguard.text import fold_whitespace, sentence_spans
+
 __all__ = [
     "STOPWORDS",
     "Consistency",
@@ -30,20 +36,6 @@ __all__ = [
     "stem",
     "tokens",
 ]
-
-# Function words carry no evidence of support: a claim and an unrelated page share "the" and "of".
-_STOPWORD_TEXT = """
-    a about above after again against all also am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further had
-    has have having he her here hers herself him himself his how i if in into is it its itself just
-    me more most my myself now of off on once only or other our ours ourselves out over own same she
-    should so some such than that the their theirs them themselves then there these they this those
-    through to too under until up upon very was we were what when where which while who whom whose
-    why will with would you your yours yourself yourselves may might must shall one ones
-    however therefore thus hence although though whereas via per etc according
-    well like including include includes many much often usually generally typically can also
-    """
-STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
 
 # Cues that flip a statement. "no" and "not" dominate; contractions are split by the tokenizer
 # into "n't", which we also catch as the bare "nt" that the word regex leaves.
@@ -67,10 +59,8 @@ NEGATIONS: frozenset[str] = frozenset(
     }
 )
 
-_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
 _CITATION_MARKER = re.compile(r"\[\d+(?:[,\s–-]+\d+)*\]")
 _MARKDOWN = re.compile(r"\*\*|__|</?s>|`")
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]*[A-Z0-9])|\n\s*")
 
 _NUMBER_WORDS: dict[str, float] = {
     "zero": 0,
@@ -136,41 +126,7 @@ def clean_claim(text: str) -> str:
     text = _MARKDOWN.sub("", text)
     # Removing markers leaves ", as stated in." remnants and doubled spaces before punctuation.
     text = re.sub(r"\s+([.,;:!?])", r"\1", text)
-    return re.sub(r"\s+", " ", text).strip()
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the sentences (and lines) of ``text``, whitespace trimmed, in order."""
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for m in _SENTENCE_END.finditer(text):
-        _append_trimmed(text, start, m.start(), spans)
-        start = m.end()
-    _append_trimmed(text, start, len(text), spans)
-    return spans
-
-
-def _append_trimmed(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if end > start:
-        out.append((start, end))
-
-
-def tokens(text: str) -> list[str]:
-    """Lowercased word tokens; ``don't`` becomes ``do`` + ``nt`` so negation survives."""
-    out: list[str] = []
-    for m in _WORD.finditer(text):
-        word = m.group(0).lower().replace("’", "'")
-        if word.endswith("n't"):
-            out.extend((word[:-3], "nt"))
-        elif "'" in word:
-            out.append(word.split("'", 1)[0])
-        else:
-            out.append(word)
-    return out
+    return fold_whitespace(text)
 
 
 def stem(word: str) -> str:

@@ -14,7 +14,9 @@ Three deterministic checks, each a pure function of the question and the citatio
   government, regulator, investor and press pages, official docs, DOIs and preprints, and the
   question subject's own site) must reach ``policy.min_primary_share`` for the question's class
   and each of its topics. By default a regulatory, legal or medical question with no primary
-  source fails however grounded it is.
+  source fails however grounded it is. Which sources are primary is the source table's call
+  (:mod:`citeguard.checks.sources`): a report's ``source_kind`` and ``primary``, set once
+  upstream, are used as they are; a report without them is classified here by URL and title.
 
 **Which citations count.** Every distinct cited URL whose status *resolves*
 (``CitationStatus.outcome is Outcome.RESOLVES``: ok, passage missing or altered, not entailed,
@@ -32,24 +34,21 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from citeguard.checks.base import AnnotatorKind, CheckContext, skipped
+from citeguard.checks.sources import (
+    PRIMARY_CATEGORIES,
+    classify_source,
+    host_and_path,
+)
 from citeguard.models import AxisResult, CitationReport, Finding, Outcome, Severity, Verdict
 from citeguard.policy import DiversityPolicy, Policy
+from citeguard.text import word_set
 from citeguard.web.urls import registrable_domain
 
-__all__ = [
-    "PRIMARY_CATEGORIES",
-    "QuestionClass",
-    "QuestionKind",
-    "SourceKind",
-    "check_diversity",
-    "classify_question",
-    "classify_source",
-]
+__all__ = ["QuestionClass", "QuestionKind", "check_diversity", "classify_question"]
 
 QuestionKind = Literal["lookup", "comparison", "synthesis"]
 
@@ -70,14 +69,6 @@ class QuestionClass(_Model):
     def _sorted_topics(self, topics: frozenset[str]) -> list[str]:
         # Sets serialise in hash order, which changes between processes; verdicts must replay.
         return sorted(topics)
-
-
-class SourceKind(_Model):
-    """Primary or secondary, the category that decided it, and why."""
-
-    primary: bool
-    category: str
-    reason: str
 
 
 # --------------------------------------------------------------------------------------------
@@ -221,17 +212,12 @@ for _domain, _phrases in _OWNER_CUES:
     _cased("owner:" + _domain, _phrases)
 
 
-def _wordset(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_WORD_RE = re.compile(r"[a-z0-9][a-z0-9'’.-]*[a-z0-9]|[a-z0-9]")
 _CASED_WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’.-]*[A-Za-z0-9]|[A-Za-z0-9]")
 _DOMAIN_IN_TEXT_RE = re.compile(r"\b((?:[a-z0-9-]+\.)+[a-z]{2,})\b", re.IGNORECASE)
 _MAX_QUESTION_CHARS = 2000
 # A long question usually asks for more than one fact.
 _SYNTHESIS_MIN_WORDS = 28
-_NOT_OWNERS = _wordset(
+_NOT_OWNERS = word_set(
     """
     what which who whom whose when where why how is are was were do does did can could should
     would will the a an in on of for to and or i my me we our you your please tell give list
@@ -330,362 +316,6 @@ def classify_question(question: str) -> QuestionClass:
 
 
 # --------------------------------------------------------------------------------------------
-# Source classification
-# --------------------------------------------------------------------------------------------
-
-#: Categories that count as primary sources.
-PRIMARY_CATEGORIES = frozenset(
-    {
-        "government",
-        "regulator",
-        "law",
-        "court",
-        "standard",
-        "paper",
-        "preprint",
-        "doi",
-        "filing",
-        "investor_relations",
-        "press_release",
-        "official_docs",
-        "repository",
-        "first_party",
-    }
-)
-
-# Exact hosts and registrable domains → category. Looked up for the host and each parent suffix,
-# longest first, so ``eur-lex.europa.eu`` (law) wins over ``europa.eu`` (government).
-_DOMAIN_CATEGORIES: dict[str, str] = {}
-
-
-def _add(category: str, names: str) -> None:
-    for name in names.split():
-        _DOMAIN_CATEGORIES[name] = category
-
-
-_add(
-    "law",
-    """eur-lex.europa.eu legislation.gov.uk law.cornell.edu congress.gov govinfo.gov
-    federalregister.gov ecfr.gov uscode.house.gov gesetze-im-internet.de legifrance.gouv.fr
-    laws-lois.justice.gc.ca boe.es normattiva.it wetten.overheid.nl legislation.gov.au
-    austlii.edu.au canlii.org bailii.org""",
-)
-_add(
-    "court",
-    """supremecourt.gov curia.europa.eu uscourts.gov courtlistener.com judiciary.uk
-    echr.coe.int hudoc.echr.coe.int""",
-)
-_add(
-    "regulator",
-    """sec.gov fda.gov ftc.gov fcc.gov cftc.gov finra.org fincen.gov federalreserve.gov
-    consumerfinance.gov nhtsa.gov faa.gov osha.gov ema.europa.eu esma.europa.eu eba.europa.eu
-    eiopa.europa.eu edpb.europa.eu edps.europa.eu ecb.europa.eu fca.org.uk ico.org.uk
-    ofcom.org.uk bankofengland.co.uk cma.gov.uk mhra.gov.uk cnil.fr amf-france.org bafin.de
-    bfarm.de bundesnetzagentur.de tga.gov.au asic.gov.au oaic.gov.au""",
-)
-_add(
-    "standard",
-    """iso.org iec.ch ietf.org rfc-editor.org datatracker.ietf.org w3.org whatwg.org etsi.org
-    itu.int standards.ieee.org unicode.org ecma-international.org tc39.es cen.eu cencenelec.eu
-    astm.org ansi.org 3gpp.org khronos.org nist.gov csrc.nist.gov owasp.org openid.net
-    oasis-open.org""",
-)
-_add(
-    "paper",
-    """nature.com science.org sciencedirect.com springer.com link.springer.com wiley.com
-    onlinelibrary.wiley.com dl.acm.org acm.org ieeexplore.ieee.org nejm.org thelancet.com
-    bmj.com jamanetwork.com cell.com plos.org journals.plos.org pnas.org frontiersin.org mdpi.com
-    pubmed.ncbi.nlm.nih.gov ncbi.nlm.nih.gov pmc.ncbi.nlm.nih.gov europepmc.org aclanthology.org
-    openreview.net proceedings.neurips.cc papers.nips.cc proceedings.mlr.press jmlr.org
-    academic.oup.com tandfonline.com journals.sagepub.com jstor.org journals.aps.org
-    iopscience.iop.org pubs.acs.org royalsocietypublishing.org annualreviews.org
-    cochranelibrary.com biomedcentral.com elifesciences.org usenix.org aaai.org ijcai.org
-    cvf.com openaccess.thecvf.com""",
-)
-_add(
-    "preprint",
-    """arxiv.org biorxiv.org medrxiv.org ssrn.com papers.ssrn.com osf.io preprints.org
-    researchsquare.com chemrxiv.org eprint.iacr.org hal.science hal.archives-ouvertes.fr
-    psyarxiv.com""",
-)
-_add("doi", "doi.org dx.doi.org")
-_add(
-    "government",
-    """who.int un.org oecd.org worldbank.org imf.org bis.org europa.eu nih.gov cdc.gov
-    canada.ca data.gov census.gov bls.gov""",
-)
-_add(
-    "press_release",
-    "prnewswire.com businesswire.com globenewswire.com accesswire.com newswire.ca",
-)
-_add("official_docs", "readthedocs.io readthedocs.org docs.rs pkg.go.dev learn.microsoft.com")
-_add(
-    "repository",
-    "github.com gitlab.com codeberg.org bitbucket.org sourceforge.net pypi.org npmjs.com",
-)
-_add(
-    "news",
-    """nytimes.com washingtonpost.com wsj.com ft.com bbc.co.uk bbc.com cnn.com reuters.com
-    apnews.com bloomberg.com theguardian.com guardian.co.uk economist.com cnbc.com forbes.com
-    businessinsider.com insider.com techcrunch.com theverge.com wired.com arstechnica.com
-    engadget.com zdnet.com cnet.com axios.com politico.com politico.eu npr.org nbcnews.com
-    cbsnews.com abcnews.go.com foxnews.com usatoday.com latimes.com time.com theatlantic.com
-    newsweek.com vox.com huffpost.com independent.co.uk telegraph.co.uk dailymail.co.uk
-    lemonde.fr spiegel.de faz.net zeit.de elpais.com aljazeera.com scmp.com nikkei.com
-    asia.nikkei.com venturebeat.com statnews.com fiercebiotech.com fiercepharma.com
-    marketwatch.com barrons.com theregister.com tomshardware.com anandtech.com 9to5mac.com
-    macrumors.com androidauthority.com gizmodo.com mashable.com thenextweb.com
-    technologyreview.com sciencedaily.com phys.org newscientist.com livescience.com
-    scientificamerican.com euronews.com dw.com france24.com lefigaro.fr corriere.it
-    theglobeandmail.com abc.net.au smh.com.au hindustantimes.com timesofindia.indiatimes.com
-    indiatimes.com thehill.com fortune.com fastcompany.com qz.com semafor.com
-    theinformation.com protocol.com infoq.com medpagetoday.com healio.com law360.com
-    reuters.co.uk ap.org upi.com""",
-)
-_add(
-    "blog",
-    """medium.com substack.com wordpress.com blogspot.com blogger.com tumblr.com ghost.io
-    hashnode.dev dev.to hubpages.com wix.com weebly.com typepad.com livejournal.com
-    towardsdatascience.com hackernoon.com seekingalpha.com""",
-)
-_add(
-    "consumer_health",
-    """webmd.com healthline.com verywellhealth.com medicalnewstoday.com everydayhealth.com
-    drugs.com mayoclinic.org clevelandclinic.org health.com""",
-)
-_add(
-    "encyclopedia",
-    """wikipedia.org wikimedia.org wikiwand.com britannica.com fandom.com investopedia.com
-    scholarpedia.org encyclopedia.com wiktionary.org wikidata.org""",
-)
-_add(
-    "aggregator",
-    """news.google.com google.com bing.com duckduckgo.com yahoo.com news.yahoo.com
-    finance.yahoo.com msn.com flipboard.com feedly.com ground.news allsides.com statista.com
-    crunchbase.com zoominfo.com pitchbook.com macrotrends.net tradingeconomics.com
-    worldometers.info investing.com scribd.com slideshare.net coursehero.com studocu.com
-    semanticscholar.org scholar.google.com researchgate.net academia.edu archive.org
-    web.archive.org alltop.com digg.com similarweb.com g2.com capterra.com trustpilot.com
-    yelp.com tripadvisor.com""",
-)
-_add(
-    "forum",
-    """reddit.com old.reddit.com quora.com stackexchange.com stackoverflow.com superuser.com
-    serverfault.com askubuntu.com mathoverflow.net news.ycombinator.com answers.microsoft.com
-    discussions.apple.com community.openai.com discourse.org""",
-)
-_add(
-    "social",
-    """x.com twitter.com facebook.com fb.com instagram.com tiktok.com linkedin.com threads.net
-    mastodon.social bsky.app pinterest.com t.me telegram.org youtube.com youtu.be vimeo.com
-    twitch.tv snapchat.com weibo.com""",
-)
-
-# Government-owned suffixes, matched on the host: .gov, .mil, .int, .gov.uk, gouv.fr,
-# gob.es, govt.nz, go.jp, gc.ca, ...
-_GOV_HOST_RE = re.compile(
-    r"(?:^|\.)(?:gov|mil|int)$|(?:^|\.)(?:gov|gouv|gob|govt|go|gv|gc|gub|govern|government)\.[a-z]{2}$"
-    r"|(?:^|\.)(?:bund|bundesregierung)\.de$|(?:^|\.)admin\.ch$|(?:^|\.)overheid\.nl$"
-    r"|(?:^|\.)government\.nl$|(?:^|\.)europa\.eu$|(?:^|\.)governo\.it$|(?:^|\.)regeringen\.se$"
-)
-_ACADEMIC_HOST_RE = re.compile(r"(?:^|\.)edu$|(?:^|\.)(?:edu|ac)\.[a-z]{2}$")
-
-# Host prefixes.
-_IR_HOST_PREFIXES = ("investor.", "investors.", "ir.")
-_PRESS_HOST_PREFIXES = ("newsroom.", "press.", "pressroom.", "media.", "mediacenter.")
-_DOCS_HOST_PREFIXES = ("docs.", "developer.", "developers.", "dev.", "api.", "documentation.")
-_BLOG_HOST_PREFIXES = ("blog.", "blogs.")
-_FORUM_HOST_PREFIXES = ("forum.", "forums.", "community.", "discuss.", "discourse.", "boards.")
-
-_SEC_FILING_RE = re.compile(r"^/(?:archives/edgar|cgi-bin/browse-edgar|ix\b|edgar/)")
-_DOI_PATH_RE = re.compile(r"/doi/(?:abs/|full/|pdf/|epdf/)?10\.\d{4,9}/")
-_NATURE_NEWS_RE = re.compile(r"^/articles/d\d{5}-")
-_IR_PATH_RE = re.compile(r"/(?:investors?|investor-relations|ir|shareholders?)(?:/|$|\.)")
-_PRESS_PATH_RE = re.compile(
-    r"/(?:press|press-releases?|pressroom|newsroom|news-releases?|media-cent(?:er|re)|"
-    r"media/press|pressreleases|announcements?)(?:/|$|\.)"
-)
-_DOCS_PATH_RE = re.compile(
-    r"/(?:docs?|documentation|reference|manual|api|release-notes|releasenotes|changelog|"
-    r"releases|spec|specification|handbook)(?:/|$|\.)"
-)
-_BLOG_PATH_RE = re.compile(r"/(?:blog|blogs|posts?)(?:/|$)")
-_FORUM_PATH_RE = re.compile(r"/(?:forums?|community|discussions?|questions|threads?|issues)(?:/|$)")
-_REPO_FORUM_PATH_RE = re.compile(r"^/[^/]+/[^/]+/(?:issues|discussions|pull)(?:/|$)")
-_NEWS_PATH_RE = re.compile(r"^/(?:news|opinion)(?:/|$)")
-_PAPER_PATH_RE = re.compile(r"/(?:papers?|publications?|pubs?)/|\.pdf$")
-
-_PRIMARY_TYPES = {
-    "scholarlyarticle": "paper",
-    "medicalscholarlyarticle": "paper",
-    "legislation": "law",
-    "legislationobject": "law",
-    "governmentorganization": "government",
-    "governmentservice": "government",
-    "governmentpermit": "government",
-    "governmentbuilding": "government",
-    "techarticle": "official_docs",
-    "apireference": "official_docs",
-    "dataset": "paper",
-    "thesis": "paper",
-    "patent": "filing",
-    "report": "filing",
-}
-_SECONDARY_TYPES = {
-    "newsarticle": "news",
-    "reportagenewsarticle": "news",
-    "analysisnewsarticle": "news",
-    "opinionnewsarticle": "news",
-    "backgroundnewsarticle": "news",
-    "reviewnewsarticle": "news",
-    "livebloposting": "blog",
-    "liveblogposting": "blog",
-    "blogposting": "blog",
-    "blog": "blog",
-    "socialmediaposting": "social",
-    "discussionforumposting": "forum",
-    "qapage": "forum",
-    "question": "forum",
-    "review": "blog",
-    "videoobject": "social",
-}
-# Domains whose category is authoritative: page types never override them.
-_AUTHORITATIVE = frozenset({"government", "regulator", "law", "court", "standard", "filing"})
-_KNOWN_SECONDARY = frozenset(
-    {"news", "blog", "encyclopedia", "aggregator", "forum", "social", "consumer_health"}
-)
-
-_PRIMARY_TITLE_RE = re.compile(
-    r"\b(?:press\s+release|form\s+10-[kq]|form\s+8-k|annual\s+report|investor\s+relations|"
-    r"regulation\s+\(eu\)|directive\s+\(eu\)|official\s+journal|rfc\s+\d+|"
-    r"release\s+notes|documentation|white\s*paper|proceedings)\b",
-    re.IGNORECASE,
-)
-_SECONDARY_TITLE_RE = re.compile(
-    r"\b(?:opinion|op-ed|blog|newsletter|podcast|reddit|quora|wikipedia)\b", re.IGNORECASE
-)
-
-
-_SIMPLE_URL_RE = re.compile(r"https?://([A-Za-z0-9.-]+)(?::\d+)?(?=[/?#]|$)([^?#]*)", re.ASCII)
-
-
-def _host_and_path(url: str) -> tuple[str, str]:
-    """Lowercase host (less ``www.``) and lowercase path of ``url``; ``("", "")`` if none."""
-    # Normalised http(s) URLs with a plain host are nearly all of them: a regex is several
-    # times cheaper than urlsplit. Anything else (userinfo, IPv6, IDN) takes the full parser.
-    m = _SIMPLE_URL_RE.match(url)
-    if m is not None:
-        host = m.group(1).lower().rstrip(".")
-        return host.removeprefix("www."), m.group(2).lower()
-    try:
-        parts = urlsplit(url.strip())
-        host = (parts.hostname or "").rstrip(".")
-    except ValueError:
-        return "", ""
-    return host.removeprefix("www."), parts.path.lower()
-
-
-def _lookup_domain(host: str) -> tuple[str, str] | None:
-    """The category of ``host`` or its nearest listed parent, with the name that matched."""
-    name = host
-    while True:
-        category = _DOMAIN_CATEGORIES.get(name)
-        if category is not None:
-            return category, name
-        dot = name.find(".")
-        if dot < 0:
-            return None
-        name = name[dot + 1 :]
-
-
-def _classify(
-    host: str, path: str, page_types: Sequence[str], title: str | None
-) -> tuple[bool, str, str]:
-    """The rule engine behind :func:`classify_source`; returns plain tuples to stay cheap."""
-    found = _lookup_domain(host)
-    if found is not None:
-        category, matched = found
-        # Refinements by URL pattern within a known domain.
-        if matched == "sec.gov" and _SEC_FILING_RE.search(path):
-            return True, "filing", "SEC EDGAR filing"
-        if category == "paper" and (
-            _NEWS_PATH_RE.search(path) or (matched == "nature.com" and _NATURE_NEWS_RE.search(path))
-        ):
-            return False, "news", f"news section of journal site {matched}"
-        if category == "repository" and _REPO_FORUM_PATH_RE.search(path):
-            return False, "forum", f"issue or discussion thread on {matched}"
-        if category in _KNOWN_SECONDARY:
-            return False, category, f"{matched} is a {category.replace('_', ' ')} site"
-        if category in _AUTHORITATIVE:
-            return True, category, f"{matched} is a {category} site"
-        typed = _from_types(page_types)
-        if typed is not None and not typed[0]:
-            return typed[0], typed[1], f"{typed[2]} on {matched}"
-        return True, category, f"{matched} is a {category.replace('_', ' ')} site"
-    if _GOV_HOST_RE.search(host):
-        return True, "government", f"{host} is a government domain"
-    # Investor and press pages of companies.
-    if host.startswith(_IR_HOST_PREFIXES) or _IR_PATH_RE.search(path):
-        return True, "investor_relations", "company investor-relations page"
-    if host.startswith(_PRESS_HOST_PREFIXES) or _PRESS_PATH_RE.search(path):
-        return True, "press_release", "company press or newsroom page"
-    if _DOI_PATH_RE.search(path):
-        return True, "paper", "publisher page for a DOI"
-    typed = _from_types(page_types)
-    if typed is not None:
-        return typed
-    if host.startswith(_BLOG_HOST_PREFIXES) or _BLOG_PATH_RE.search(path):
-        return False, "blog", "blog page"
-    if host.startswith(_FORUM_HOST_PREFIXES) or _FORUM_PATH_RE.search(path):
-        return False, "forum", "forum or community page"
-    if host.startswith(_DOCS_HOST_PREFIXES) or _DOCS_PATH_RE.search(path):
-        return True, "official_docs", "official documentation page"
-    if _ACADEMIC_HOST_RE.search(host):
-        if _PAPER_PATH_RE.search(path):
-            return True, "paper", f"paper or publication on academic site {host}"
-        return False, "academic", f"{host} is an academic site (not a publication page)"
-    if title:
-        if _PRIMARY_TITLE_RE.search(title):
-            return True, "official_docs", "title names an official document"
-        if _SECONDARY_TITLE_RE.search(title):
-            return False, "blog", "title marks commentary"
-    return False, "unknown", f"no rule marks {host or 'this URL'} as a primary source"
-
-
-def _from_types(page_types: Sequence[str]) -> tuple[bool, str, str] | None:
-    if not page_types:
-        return None
-    secondary: tuple[bool, str, str] | None = None
-    for raw in page_types:
-        name = raw.rsplit("/", 1)[-1].lower()
-        category = _PRIMARY_TYPES.get(name)
-        if category is not None:
-            return True, category, f"page declares JSON-LD type {raw}"
-        category = _SECONDARY_TYPES.get(name)
-        if category is not None and secondary is None:
-            secondary = (False, category, f"page declares JSON-LD type {raw}")
-    return secondary
-
-
-def classify_source(
-    url: str, *, page_types: Sequence[str] = (), title: str | None = None
-) -> SourceKind:
-    """Classify a cited URL as a primary or secondary source.
-
-    Rules, in order: known domains (with URL-pattern refinements, e.g. SEC EDGAR paths are
-    filings and a journal's ``/news/`` section is news); government suffixes (.gov, .gov.uk,
-    gouv.fr, europa.eu, ...); investor and press pages (``investor.``/``ir.`` hosts,
-    ``/investors/``, ``/press/``, ``/newsroom/`` paths); DOI paths; page signals (JSON-LD
-    types such as ScholarlyArticle or Legislation → primary, NewsArticle or BlogPosting →
-    secondary); blog, forum and documentation patterns; academic hosts; title hints.
-    Anything else is ``unknown`` and secondary.
-    """
-    host, path = _host_and_path(url)
-    primary, category, reason = _classify(host, path, page_types, title)
-    return SourceKind(primary=primary, category=category, reason=reason)
-
-
-# --------------------------------------------------------------------------------------------
 # The axis
 # --------------------------------------------------------------------------------------------
 
@@ -742,17 +372,25 @@ def check_diversity(
         if report.status.outcome is not Outcome.RESOLVES:
             continue
         url = report.final_url or report.normalized_url or report.url
-        host, path = _host_and_path(url)
         domain = report.domain
         if not domain:
+            host = host_and_path(url)[0]
             domain = domains_cache.get(host)
             if domain is None:
                 domain = _site_of(host)
                 domains_cache[host] = domain
-        primary, category, _ = _classify(host, path, (), report.title)
-        if report.primary is not None and report.primary != primary:
-            # Set upstream from page signals (JSON-LD types) this function cannot see.
-            primary, category = report.primary, "page_signals"
+        if report.source_kind is not None:
+            # Classified once upstream (sources.with_source_kinds), page signals included.
+            category = report.source_kind
+            primary = (
+                report.primary if report.primary is not None else category in PRIMARY_CATEGORIES
+            )
+        else:
+            kind = classify_source(url, title=report.title)
+            primary, category = kind.primary, kind.category
+            if report.primary is not None and report.primary != primary:
+                # Set upstream from page signals (JSON-LD types) this function cannot see.
+                primary, category = report.primary, "page_signals"
         if not primary and _is_about(domain, about):
             # The subject's own site speaks for the subject: apple.com on an Apple question.
             primary, category = True, "first_party"

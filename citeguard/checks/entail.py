@@ -37,23 +37,23 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import aiohttp
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from citeguard.checks._consistency import (
     Consistency,
     check_consistency,
     clean_claim,
     content_words,
-    sentence_spans,
 )
-from citeguard.errors import EntailerError, MissingExtraError, PolicyError
+from citeguard.checks.judge import ChatJudge
+from citeguard.closing import AsyncClosing
+from citeguard.errors import EntailerError, JudgeError, MissingExtraError, PolicyError
 from citeguard.models import EntailmentLabel, EntailmentScore
-from citeguard.policy import EntailmentPolicy
+from citeguard.policy import EntailmentPolicy, JudgePolicy
+from citeguard.text import bounded_sentence_spans
 
 if TYPE_CHECKING:
     import numpy as np
@@ -90,23 +90,6 @@ class Entailer(Protocol):
 # --------------------------------------------------------------------------------------------
 # Evidence windows
 # --------------------------------------------------------------------------------------------
-
-
-def _units(evidence: str, window_chars: int) -> list[tuple[int, int]]:
-    """Sentence spans, with any sentence longer than a window cut at whitespace."""
-    out: list[tuple[int, int]] = []
-    for start, end in sentence_spans(evidence):
-        while end - start > window_chars:
-            cut = evidence.rfind(" ", start + 1, start + window_chars)
-            if cut <= start:
-                cut = start + window_chars
-            out.append((start, cut))
-            start = cut
-            while start < end and evidence[start].isspace():
-                start += 1
-        if end > start:
-            out.append((start, end))
-    return out
 
 
 def _greedy_ranges(
@@ -168,7 +151,7 @@ def evidence_windows(
     """
     if window_chars <= 0:
         raise PolicyError("window_chars must be positive")
-    units = _units(evidence, window_chars)
+    units = bounded_sentence_spans(evidence, window_chars)
     if not units:
         return []
     ranges = (
@@ -194,7 +177,7 @@ def _candidate_windows(
     Only ``limit`` (default ``policy.max_windows``) windows survive, so a 100 kB page costs a
     regex pass, not a hundred model calls.
     """
-    units = _units(evidence, policy.window_chars)
+    units = bounded_sentence_spans(evidence, policy.window_chars)
     windows: list[_Window] = []
     for i, j in _greedy_ranges(units, policy.window_chars):
         text = evidence[units[i][0] : units[j][1]]
@@ -314,7 +297,7 @@ def _default_threads() -> int:
     return max(1, cpus - 1)
 
 
-class _ExecutorOwner:
+class _ExecutorOwner(AsyncClosing):
     """A one-thread pool, created on first use and released by :meth:`aclose`.
 
     One thread because the model is one object and torch already parallelises inside a call;
@@ -368,17 +351,6 @@ class _ExecutorOwner:
         if executor is not None:
             # Wait in another thread: a batch still running must not block the loop.
             await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 # --------------------------------------------------------------------------------------------
@@ -851,116 +823,59 @@ class JudgeVerdict(BaseModel):
         return v.strip().lower() if isinstance(v, str) else v
 
 
-class _ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    content: str
-
-
-class _ChatChoice(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    message: _ChatMessage
-
-
-class _ChatResponse(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    choices: list[_ChatChoice] = Field(min_length=1)
-
-
-class _JudgeFailure(Exception):
-    """The judge gave no usable verdict (a 4xx other than 429: not worth retrying)."""
-
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class _RetryableJudgeFailure(_JudgeFailure):
-    """429, 5xx, connection trouble, timeout or a malformed reply: worth another try."""
-
-
-_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
-_RETRY_AFTER_CAP = 30.0
-
-
-def _parse_verdict(body: str) -> JudgeVerdict:
-    try:
-        response = _ChatResponse.model_validate_json(body)
-        content = _FENCE.sub("", response.choices[0].message.content)
-        return JudgeVerdict.model_validate(json.loads(content))
-    except (ValidationError, ValueError) as exc:
-        first = str(exc).splitlines()[0][:160]
-        raise _RetryableJudgeFailure(f"invalid response ({first})") from exc
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    try:
-        return float(headers.get("Retry-After", ""))
-    except ValueError:
-        return None
-
-
-class JudgeEntailer:
+class JudgeEntailer(AsyncClosing):
     """Entailment by an LLM judge behind an OpenAI-compatible ``/chat/completions`` endpoint.
 
-    Sends the claim and the best lexical evidence window, with ``response_format`` set to a
-    JSON object, and validates the reply against :class:`JudgeVerdict`. 429, 5xx, connection
-    errors, timeouts and malformed replies are retried (``policy.judge_retries``, exponential
-    backoff from ``policy.judge_backoff``, honouring ``Retry-After``). When the judge still gives
-    no verdict the pair is ``unsupported`` with a reason starting ``"judge unavailable: "`` —
-    it never raises for that. A ``supported`` verdict below ``support_threshold`` confidence is
-    reported as ``unsupported``.
+    Sends the claim and the best lexical evidence window through
+    :class:`~citeguard.checks.judge.ChatJudge` (``response_format`` set to a JSON object) and
+    validates the reply against :class:`JudgeVerdict`. 429, 5xx, connection errors, timeouts
+    and malformed replies are retried (``judge.retries``, exponential backoff from
+    ``judge.backoff``, honouring ``Retry-After``). When the judge still gives no verdict the
+    pair is ``unsupported`` with a reason starting ``"judge unavailable: "`` — it never raises
+    for that. A ``supported`` verdict below ``policy.support_threshold`` confidence is reported
+    as ``unsupported``.
 
-    ``api_key`` defaults to the environment variable named by ``policy.judge_api_key_env``.
-    Pass ``session`` to share an aiohttp session (it is then not closed by :meth:`aclose`).
+    ``judge`` (a :class:`~citeguard.policy.JudgePolicy`, default ``JudgePolicy()``) holds the
+    endpoint settings: ``base_url`` and ``model`` default to its own, ``api_key`` to the
+    environment variable named by ``judge.api_key_env``; ``judge.concurrency`` requests are in
+    flight per :meth:`score` call. Pass ``session`` to share an aiohttp session (it is then not
+    closed by :meth:`aclose`).
     """
 
     name: str = "judge"
 
     def __init__(
         self,
-        base_url: str,
-        model: str,
+        base_url: str | None = None,
+        model: str | None = None,
         *,
         api_key: str | None = None,
         policy: EntailmentPolicy | None = None,
+        judge: JudgePolicy | None = None,
         session: aiohttp.ClientSession | None = None,
     ) -> None:
+        self._policy = policy or EntailmentPolicy()
+        self._judge = judge or JudgePolicy()
+        base_url = base_url or self._judge.base_url
+        model = model or self._judge.model
         if not base_url or not model:
             raise PolicyError("JudgeEntailer needs a base_url and a model")
-        self._policy = policy or EntailmentPolicy()
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._model = model
-        self._api_key = (
-            api_key if api_key is not None else os.environ.get(self._policy.judge_api_key_env)
+        self._client = ChatJudge(
+            base_url,
+            model,
+            api_key if api_key is not None else os.environ.get(self._judge.api_key_env),
+            timeout=self._judge.timeout,
+            retries=self._judge.retries,
+            backoff=self._judge.backoff,
+            session=session,
         )
-        self._session = session
-        self._owns_session = session is None
 
     async def aclose(self) -> None:
         """Close the session this entailer created (a passed-in session is left open)."""
-        if self._owns_session and self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    def _get_session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession()
-            self._owns_session = True
-        return self._session
+        await self._client.aclose()
 
     async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
-        """Ask the judge about each pair, ``policy.judge_concurrency`` at a time."""
+        """Ask the judge about each pair, ``judge.concurrency`` at a time."""
         if not pairs:
             return []
         # Window selection is regex work over possibly long pages: keep it off the loop.
@@ -972,79 +887,34 @@ class JudgeEntailer:
                 for c, e in pairs
             ]
         )
-        gate = asyncio.Semaphore(self._policy.judge_concurrency)
-        session = self._get_session()
+        gate = asyncio.Semaphore(self._judge.concurrency)
 
         async def one(pair: Pair, ws: list[_Window]) -> EntailmentScore:
             claim, evidence = pair
             if not ws:
                 return _empty_score(claim, evidence, self.name)
             async with gate:
-                return await self._judge(session, clean_claim(claim), ws[0].text)
+                return await self._ask(clean_claim(claim), ws[0].text)
 
         return list(await asyncio.gather(*(one(p, w) for p, w in zip(pairs, windows, strict=True))))
 
-    def _wait(self, state: RetryCallState) -> float:
-        base = self._policy.judge_backoff * 2.0 ** (state.attempt_number - 1)
-        exc = state.outcome.exception() if state.outcome else None
-        retry_after = exc.retry_after if isinstance(exc, _JudgeFailure) else None
-        return min(max(base, retry_after or 0.0), _RETRY_AFTER_CAP)
-
-    async def _judge(
-        self, session: aiohttp.ClientSession, claim: str, evidence: str
-    ) -> EntailmentScore:
+    async def _ask(self, claim: str, evidence: str) -> EntailmentScore:
         try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(self._policy.judge_retries + 1),
-                wait=self._wait,
-                retry=retry_if_exception_type(_RetryableJudgeFailure),
-                reraise=True,
-            ):
-                with attempt:
-                    verdict = await self._call(session, claim, evidence)
-        except _JudgeFailure as exc:
+            verdict = await self._client.ask(
+                JUDGE_SYSTEM_PROMPT,
+                f"Claim:\n{claim}\n\nPassage:\n{evidence}",
+                JudgeVerdict.model_validate,
+            )
+        except JudgeError as exc:
             return EntailmentScore(
                 label="unsupported",
                 score=0.0,
                 probabilities={},
                 evidence=evidence,
                 backend=self.name,
-                reason=f"judge unavailable: {exc}",
+                reason=f"judge unavailable: {exc.detail}",
             )
         return self._to_score(verdict, evidence)
-
-    async def _call(
-        self, session: aiohttp.ClientSession, claim: str, evidence: str
-    ) -> JudgeVerdict:
-        body = {
-            "model": self._model,
-            "messages": [
-                {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
-                {"role": "user", "content": f"Claim:\n{claim}\n\nPassage:\n{evidence}"},
-            ],
-            "temperature": 0,
-            "response_format": {"type": "json_object"},
-        }
-        headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        timeout = aiohttp.ClientTimeout(total=self._policy.judge_timeout)
-        try:
-            async with session.post(self._url, json=body, headers=headers, timeout=timeout) as resp:
-                text = await resp.text(errors="replace")
-                status = resp.status
-                retry_after = _retry_after(resp.headers)
-        except TimeoutError as exc:
-            raise _RetryableJudgeFailure(
-                f"timed out after {self._policy.judge_timeout:g}s"
-            ) from exc
-        except aiohttp.ClientError as exc:
-            raise _RetryableJudgeFailure(f"{type(exc).__name__}: {exc}") from exc
-        if status == 429 or status >= 500:
-            raise _RetryableJudgeFailure(f"HTTP {status}", retry_after=retry_after)
-        if status >= 400:
-            raise _JudgeFailure(f"HTTP {status}: {text[:160]}")
-        return _parse_verdict(text)
 
     def _to_score(self, verdict: JudgeVerdict, evidence: str) -> EntailmentScore:
         conf = verdict.confidence
@@ -1072,11 +942,12 @@ class JudgeEntailer:
 # --------------------------------------------------------------------------------------------
 
 
-def make_entailer(policy: EntailmentPolicy) -> Entailer | None:
+def make_entailer(policy: EntailmentPolicy, judge: JudgePolicy | None = None) -> Entailer | None:
     """Build the backend ``policy.backend`` names; ``None`` for ``"none"`` or checks switched off.
 
-    Raises :class:`PolicyError` when the backend lacks its settings (``model_path`` for
-    ``nli``; ``judge_base_url`` and ``judge_model`` for ``judge``).
+    ``judge`` is the endpoint for the ``judge`` backend (``Policy.judge``). Raises
+    :class:`PolicyError` when the backend lacks its settings (``model_path`` for ``nli``;
+    ``judge.base_url`` and ``judge.model`` for ``judge``).
     """
     if not policy.check_entailment or policy.backend == "none":
         return None
@@ -1087,9 +958,7 @@ def make_entailer(policy: EntailmentPolicy) -> Entailer | None:
             raise PolicyError("entailment.backend='nli' needs entailment.model_path")
         return NLIEntailer(policy.model_path, policy=policy)
     if policy.backend == "judge":
-        if not policy.judge_base_url or not policy.judge_model:
-            raise PolicyError(
-                "entailment.backend='judge' needs entailment.judge_base_url and judge_model"
-            )
-        return JudgeEntailer(policy.judge_base_url, policy.judge_model, policy=policy)
+        if judge is None or not judge.configured:
+            raise PolicyError("entailment.backend='judge' needs judge.base_url and judge.model")
+        return JudgeEntailer(policy=policy, judge=judge)
     raise PolicyError(f"unknown entailment backend {policy.backend!r}")

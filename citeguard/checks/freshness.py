@@ -27,11 +27,13 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from citeguard.checks._judge import ChatJudge, JudgeError
 from citeguard.checks.base import AnnotatorKind, CheckContext, skipped
+from citeguard.checks.judge import ChatJudge, JudgeError
+from citeguard.dates import DATE_PATTERN, as_aware, date_from_match
 from citeguard.models import (
     AxisResult,
     CitationReport,
@@ -43,6 +45,7 @@ from citeguard.models import (
     Verdict,
 )
 from citeguard.policy import FreshnessPolicy, Policy
+from citeguard.text import fold_whitespace
 from citeguard.web.urls import UrlProblem, normalize_url
 
 __all__ = [
@@ -303,7 +306,7 @@ def classify_freshness(question: str, *, now: datetime | None = None) -> Freshne
     """
     today = now or datetime.now(UTC)
     # A question is a sentence or two; beyond this it is a document, and the cues are up front.
-    q = " ".join(question[:_MAX_QUESTION_CHARS].split())
+    q = fold_whitespace(question[:_MAX_QUESTION_CHARS])
     cues: list[str] = []
 
     def decide(regime: Regime, cue: str) -> FreshnessClass:
@@ -358,32 +361,7 @@ def classify_freshness(question: str, *, now: datetime | None = None) -> Freshne
 # Recency caveat
 # --------------------------------------------------------------------------------------------
 
-_MONTHS = {
-    "jan": 1,
-    "feb": 2,
-    "mar": 3,
-    "apr": 4,
-    "may": 5,
-    "jun": 6,
-    "jul": 7,
-    "aug": 8,
-    "sep": 9,
-    "oct": 10,
-    "nov": 11,
-    "dec": 12,
-}
-_MONTH = (
-    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|"
-    r"sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
-)
-_DATE = (
-    rf"(?P<dmy>(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m1>{_MONTH}),?\s+(?P<y1>\d{{4}}))"
-    rf"|(?P<mdy>(?P<m2>{_MONTH})\s+(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y2>\d{{4}}))"
-    rf"|(?P<my>(?P<m3>{_MONTH}),?\s+(?P<y3>\d{{4}}))"
-    r"|(?P<iso>(?P<y4>\d{4})-(?P<m4>\d{1,2})(?:-(?P<d4>\d{1,2}))?)"
-    r"|(?P<num>(?P<a5>\d{1,2})/(?P<b5>\d{1,2})/(?P<y5>\d{4}))"
-    r"|(?P<year>\b\d{4}\b)"
-)
+# The date after the cue is citeguard.dates.DATE_PATTERN, read by date_from_match.
 _CAVEAT_CUE = (
     r"\b(?:as\s+(?:of|at|on)|(?:current|accurate|correct|valid|true)\s+as\s+(?:of|at)|"
     r"(?:last\s+)?(?:checked|retrieved|accessed|verified|updated|reviewed)(?:\s+on)?|"
@@ -391,36 +369,7 @@ _CAVEAT_CUE = (
     r"prices?\s+(?:as\s+of|on)|figures\s+(?:as\s+of|from)|snapshot\s+(?:of|from))"
 )
 # The date may follow the cue after a few words ("as of today (2 December 2026)").
-_CAVEAT_RE = re.compile(rf"{_CAVEAT_CUE}[^.\n;]{{0,30}}?(?:{_DATE})", _F)
-
-
-def _parse_caveat_date(m: re.Match[str]) -> tuple[datetime | None, str]:
-    g = m.groupdict()
-    try:
-        if g["dmy"]:
-            return (
-                datetime(int(g["y1"]), _MONTHS[g["m1"][:3].lower()], int(g["d1"]), tzinfo=UTC),
-                "day",
-            )
-        if g["mdy"]:
-            return (
-                datetime(int(g["y2"]), _MONTHS[g["m2"][:3].lower()], int(g["d2"]), tzinfo=UTC),
-                "day",
-            )
-        if g["my"]:
-            return datetime(int(g["y3"]), _MONTHS[g["m3"][:3].lower()], 1, tzinfo=UTC), "month"
-        if g["iso"]:
-            day = int(g["d4"]) if g["d4"] else 1
-            gran = "day" if g["d4"] else "month"
-            return datetime(int(g["y4"]), int(g["m4"]), day, tzinfo=UTC), gran
-        if g["num"]:
-            # Ambiguous day/month order: only the month-level reading is safe when both fit.
-            a, b = int(g["a5"]), int(g["b5"])
-            month, day = (a, b) if a <= 12 else (b, a)
-            return datetime(int(g["y5"]), month, day, tzinfo=UTC), "day"
-    except ValueError:
-        return None, "day"
-    return None, "year"
+_CAVEAT_RE = re.compile(rf"{_CAVEAT_CUE}[^.\n;]{{0,30}}?(?:{DATE_PATTERN})", _F)
 
 
 def find_caveat(answer_text: str) -> CaveatMatch | None:
@@ -433,7 +382,7 @@ def find_caveat(answer_text: str) -> CaveatMatch | None:
     """
     best: CaveatMatch | None = None
     for m in _CAVEAT_RE.finditer(answer_text):
-        date, granularity = _parse_caveat_date(m)
+        date, granularity = date_from_match(m)
         date_start = next(
             (m.start(k) for k in ("dmy", "mdy", "my", "iso", "num", "year") if m.group(k)),
             m.start(),
@@ -457,11 +406,6 @@ def find_caveat(answer_text: str) -> CaveatMatch | None:
 # --------------------------------------------------------------------------------------------
 
 
-def _aware(dt: datetime) -> datetime:
-    # Naive datetimes from page metadata are taken as UTC.
-    return dt if dt.tzinfo is not None else dt.replace(tzinfo=UTC)
-
-
 def source_date(
     report: CitationReport, search_published: datetime | None
 ) -> tuple[datetime | None, str]:
@@ -472,11 +416,11 @@ def source_date(
     extraction, so it ranks with the page's own modified date.
     """
     if report.modified is not None:
-        return _aware(report.modified), "modified"
+        return as_aware(report.modified), "modified"
     if report.published is not None:
-        return _aware(report.published), "published"
+        return as_aware(report.published), "published"
     if search_published is not None:
-        return _aware(search_published), "search"
+        return as_aware(search_published), "search"
     return None, "none"
 
 
@@ -525,7 +469,7 @@ def check_freshness(
         return AxisResult(
             name="freshness", passed=True, evaluated=False, details={"reason": "disabled"}
         )
-    now = _aware(now)
+    now = as_aware(now)
     fc = fclass if fclass is not None else classify_freshness(question, now=now)
     regime = fc.regime
     floor = policy.floor_days.get(regime.value)
@@ -705,10 +649,11 @@ service status, today's date). Today is {today}."""
 class JudgeFreshnessClassifier(ChatJudge):
     """:func:`classify_freshness` by an LLM judge behind an OpenAI-compatible endpoint.
 
-    ``base_url`` is the API root (``.../v1``); requests go to ``/chat/completions``. Any
-    failure — HTTP error, timeout, a reply that is not one of the four regimes — falls back to
-    the deterministic rules, with the reason in ``cues``, so a classification always comes
-    back. Pass ``session`` to share an aiohttp session (it is then not closed by
+    ``base_url`` is the API root (``.../v1``); requests go to ``/chat/completions``. Failed
+    calls are retried as :class:`~citeguard.checks.judge.ChatJudge` says; a judge that still
+    gives no answer — HTTP error, timeout, a reply that is not one of the four regimes — falls
+    back to the deterministic rules, with the reason in ``cues``, so a classification always
+    comes back. Pass ``session`` to share an aiohttp session (it is then not closed by
     :meth:`aclose`).
     """
 
@@ -716,29 +661,32 @@ class JudgeFreshnessClassifier(ChatJudge):
         """The judge's regime for ``question``, or the deterministic one if the judge fails."""
         today = now or datetime.now(UTC)
         try:
-            data = await self._ask(
+            regime, reason = await self.ask(
                 _FRESHNESS_SYSTEM.replace("{today}", today.date().isoformat()),
                 question[:_MAX_QUESTION_CHARS],
+                _regime_reply,
             )
-            raw = str(data.get("regime", "")).strip().lower().replace("-", "_").replace(" ", "_")
-            try:
-                regime = Regime(raw)
-            except ValueError as exc:
-                raise JudgeError(f"judge answered an unknown regime {raw!r}") from exc
         except JudgeError as exc:
             fallback = classify_freshness(question, now=today)
             return FreshnessClass(
                 regime=fallback.regime,
                 cues=[f"{exc}; deterministic rules used", *fallback.cues],
             )
-        reason = str(data.get("reason", "")).strip()[:200]
         return FreshnessClass(regime=regime, cues=[f"judge: {reason or regime.value}"])
 
-    async def __aenter__(self) -> JudgeFreshnessClassifier:
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+def _regime_reply(data: dict[str, Any]) -> tuple[Regime, str]:
+    """The regime and reason in a judge's reply (an unknown regime is a malformed reply)."""
+    raw = str(data.get("regime", "")).strip().lower().replace("-", "_").replace(" ", "_")
+    try:
+        regime = Regime(raw)
+    except ValueError as exc:
+        raise JudgeError(
+            f"judge answered an unknown regime {raw!r}",
+            detail=f"invalid response (unknown regime {raw!r})",
+            retryable=True,
+        ) from exc
+    return regime, str(data.get("reason", "")).strip()[:200]
 
 
 _REGIME_CACHE_SIZE = 512

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,6 +34,18 @@ from rapidfuzz.distance import Indel, Levenshtein
 
 from citeguard.models import PassageMatch
 from citeguard.policy import PassagePolicy
+from citeguard.text import (
+    PARAPHRASE_STOPWORDS,
+    PASSAGE_TOKEN_RE,
+    fold,
+    normalise,
+    normalise_cased,
+    page_sentence_spans,
+    special_pattern,
+    special_replacement,
+    strip_diacritics,
+    word_set,
+)
 
 __all__ = [
     "PreparedText",
@@ -48,86 +59,8 @@ __all__ = [
 _DEFAULT_POLICY = PassagePolicy()
 
 # --------------------------------------------------------------------------------------------
-# Normalisation with an offset map
+# Normalisation with an offset map (the folding itself is citeguard.text.normalise)
 # --------------------------------------------------------------------------------------------
-
-# One character → one character, applied after lower(): typographic variants fold to ASCII.
-_FOLD_MAP: dict[str, str] = {
-    **dict.fromkeys("‘’‚‛′‵`´ʼʻ", "'"),
-    **dict.fromkeys("“”„‟″‶«»〝〞＂", '"'),
-    **dict.fromkeys("‐‑‒–—―−⁃﹘﹣－", "-"),
-    **dict.fromkeys(
-        "\t\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000", " "
-    ),
-    **dict.fromkeys("\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a", " "),
-}
-# str.translate looks up every character in a dict (slow on long pages); a regex over the few
-# characters that need folding skips the rest in C
-_FOLD_RE = re.compile("[" + re.escape("".join(_FOLD_MAP)) + "]")
-# Characters removed outright: soft hyphen, zero-width space/joiners, word joiner, BOM.
-_DELETE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
-_COMBINING = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
-# Everything whose replacement has a different length. Single spaces are deliberately not in
-# it (they map 1:1), so a normal page produces few segments. U+0130 lower()s to two chars.
-_SPECIAL_BASE = rf"\s{{2,}}|[{_DELETE}]+|…|\u0130"
-# Base letter + combining marks compose under NFKC. This alternative is tried at every letter,
-# so it is only added for texts that contain combining marks at all.
-_SPECIAL_COMBINING = rf"|[^\W\d_][{_COMBINING}]+|[{_COMBINING}]+"
-_SPECIAL_RE = re.compile(_SPECIAL_BASE)
-_COMBINING_RE = re.compile(f"[{_COMBINING}]")
-_NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
-
-
-def _replacement(chunk: str) -> str:
-    first = chunk[0]
-    if first.isspace():
-        return " "
-    if first in _DELETE:
-        return ""
-    if chunk == "…":
-        return "..."
-    if chunk == "\u0130":
-        return "i"
-    if unicodedata.category(first).startswith("M"):
-        return ""  # stray combining marks with no base letter
-    return unicodedata.normalize("NFKC", chunk)
-
-
-def _special_pattern(text: str) -> re.Pattern[str]:
-    """The length-changing pattern for ``text``: the base set plus what this text needs."""
-    if text.isascii() or unicodedata.is_normalized("NFKC", text):
-        return _SPECIAL_RE
-    pattern = _SPECIAL_BASE
-    if _COMBINING_RE.search(text) is not None:
-        pattern += _SPECIAL_COMBINING
-    unstable = {
-        ch
-        for ch in set(_NON_ASCII_RE.findall(text))
-        if unicodedata.normalize("NFKC", ch) != ch and not unicodedata.combining(ch)
-    }
-    if unstable:
-        pattern += "|[" + "".join(re.escape(ch) for ch in sorted(unstable)) + "]"
-    # re.compile keeps its own cache of recent patterns, so repeated pages reuse the compile
-    return re.compile(pattern) if pattern != _SPECIAL_BASE else _SPECIAL_RE
-
-
-def _fold_chars(text: str) -> str:
-    if "\n" in text:
-        text = text.replace("\n", " ")
-    if _FOLD_RE.search(text) is not None:
-        text = _FOLD_RE.sub(lambda m: _FOLD_MAP[m.group()], text)
-    return text
-
-
-def _fold(text: str) -> str:
-    """lower() + the 1:1 typographic table; never changes the length."""
-    return _fold_chars(text.lower())
-
-
-def normalise(text: str) -> str:
-    """The folded form used for matching (no offset map): for quotes and tests."""
-    pattern = _special_pattern(text)
-    return _fold(pattern.sub(lambda m: _replacement(m.group()), text))
 
 
 class PreparedText:
@@ -147,7 +80,7 @@ class PreparedText:
         pieces: list[str] = []
         npos = 0
         pos = 0
-        for m in _special_pattern(text).finditer(text):
+        for m in special_pattern(text).finditer(text):
             if m.start() > pos:
                 seg_starts.append(npos)
                 orig_starts.append(pos)
@@ -155,7 +88,7 @@ class PreparedText:
                 piece = text[pos : m.start()]
                 pieces.append(piece)
                 npos += len(piece)
-            rep = _replacement(m.group())
+            rep = special_replacement(m.group())
             seg_starts.append(npos)
             orig_starts.append(m.start())
             linear.append(False)
@@ -167,7 +100,7 @@ class PreparedText:
             orig_starts.append(pos)
             linear.append(True)
             pieces.append(text[pos:])
-        self.norm: str = _fold("".join(pieces))
+        self.norm: str = fold("".join(pieces))
         self._seg_starts = seg_starts
         self._orig_starts = orig_starts
         self._seg_linear = linear
@@ -215,15 +148,7 @@ def _prepared(value: str | PreparedText) -> PreparedText:
 # Tokens and what carries meaning
 # --------------------------------------------------------------------------------------------
 
-# Numbers keep their separators ("4.2", "48/22", "1,000") so a changed digit shows as one token.
-_TOKEN_RE = re.compile(r"\d+(?:[.,/:]\d+)*|\w+(?:'\w+)*")
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_NEGATIONS = _words(
+_NEGATIONS = word_set(
     """
     not no never none nobody nothing neither nor nowhere cannot without nope nicht kein
     keine keinen keinem keiner keines nie niemals niemand nichts nirgends nirgendwo weder
@@ -237,7 +162,7 @@ _NEGATIONS = _words(
 _NEGATION_RE = re.compile(r"n't$|^n'|^nicht|^kein")
 _NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "non", "dis", "nie", "des", "a", "k")
 # Words whose insertion or removal changes nothing a reader would cite for.
-_FILLERS = _words(
+_FILLERS = word_set(
     """
     the a an of and to that this so just also then der die das den dem des ein eine einen
     einem einer und auch so le la les l un une des de du et el la los las lo un una unos
@@ -256,14 +181,6 @@ def _negating_pair(a: str, b: str) -> bool:
     if not long_.endswith(short) or len(short) < 2:
         return False
     return long_[: len(long_) - len(short)] in _NEGATING_PREFIXES
-
-
-def _skeleton(token: str) -> str:
-    """A token without diacritics: "müller" → "muller" (NFKD, combining marks dropped)."""
-    if token.isascii():
-        return token
-    decomposed = unicodedata.normalize("NFKD", token)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
 def _small_edit(a: str, b: str) -> bool:
@@ -328,7 +245,7 @@ def _classify(
     for i1, i2, j1, j2 in blocks:
         qa, pa = q_tokens[i1:i2], p_tokens[j1:j2]
         qc, pc = q_cased[i1:i2], p_cased[j1:j2]
-        if qa and pa and _skeleton("".join(qa)) == _skeleton("".join(pa)):
+        if qa and pa and strip_diacritics("".join(qa)) == strip_diacritics("".join(pa)):
             # "e-mail" vs "email", "Radon Situation" vs "Radon-Situation", "Muller" vs "Müller"
             continue
         if qa and pa:
@@ -391,7 +308,7 @@ class _Hit:
 
 
 def _cased_tokens(text: str) -> list[str]:
-    return _TOKEN_RE.findall(text)
+    return PASSAGE_TOKEN_RE.findall(text)
 
 
 def _search_piece(
@@ -458,7 +375,7 @@ def _candidate_starts(
 def _fuzzy(
     piece: str, qn: str, page: PreparedText, start_at: int, policy: PassagePolicy
 ) -> _Hit | None:
-    q_tok_spans = [(m.start(), m.group()) for m in _TOKEN_RE.finditer(qn)]
+    q_tok_spans = [(m.start(), m.group()) for m in PASSAGE_TOKEN_RE.finditer(qn)]
     if len(q_tok_spans) < _MIN_FUZZY_TOKENS:
         return None
     norm = page.norm
@@ -481,7 +398,7 @@ def _fuzzy(
         a1 = w0 + align.dest_end
         c0 = _word_start(norm, max(start_at, a0 - 12))
         c1 = _word_end(norm, min(len(norm), a1 + 12))
-        ctx_spans = [m.span() for m in _TOKEN_RE.finditer(norm, c0, c1)]
+        ctx_spans = [m.span() for m in PASSAGE_TOKEN_RE.finditer(norm, c0, c1)]
         p_tokens = [norm[s:e] for s, e in ctx_spans]
         if not p_tokens:
             continue
@@ -506,12 +423,6 @@ def _fuzzy(
 def _rank(hit: _Hit) -> tuple[int, float]:
     clean = hit.diff is None or not hit.diff.kinds
     return (1 if clean else 0, hit.score)
-
-
-def normalise_cased(text: str) -> str:
-    """Like :func:`normalise` but keeping case (to tell names from common words)."""
-    pattern = _special_pattern(text)
-    return _fold_chars(pattern.sub(lambda m: _replacement(m.group()), text))
 
 
 def _word_start(s: str, i: int) -> int:
@@ -676,28 +587,6 @@ def find_passage(
 # Paraphrase
 # --------------------------------------------------------------------------------------------
 
-_SENTENCE_END_RE = re.compile(r"(?<=[.!?…])[\"'”’»)\]]*\s+|\n+")
-_MAX_SENTENCE_CHARS = 600
-_STOPWORDS = _words(
-    """
-    a an the and or but if of at by for with about against between into through during
-    before after above below to from up down in out on off over under again further then
-    once here there when where why how all any both each few more most other some such only
-    own same so than too very can will just should now is are was were be been being have
-    has had having do does did it its this that these those i me my we our you your he him
-    his she her they them their what which who whom as also would could may might must shall
-    der die das den dem des ein eine einer eines einem einen und oder aber wenn als auch auf
-    aus bei mit nach von vor zu zum zur im in an am um für über unter ist sind war waren
-    wird werden wurde wurden hat haben hatte sein es er sie wir ihr ich du man sich dass daß
-    wie was noch nur so schon sehr bis durch gegen ohne seit dieser diese dieses diesem
-    diesen le la les un une des du de et ou mais si à au aux en dans par pour sur avec sans
-    ce cet cette ces est sont était être avoir a ont il elle ils elles nous vous on qui que
-    quoi dont où plus el la los las un una unos unas y o pero si en por para con sin sobre
-    es son era fue ser estar ha han que quien donde como más lo al del se su sus o os as um
-    uma e mas em no na nos nas por para com sem sobre é são foi ser do da dos das i w z na
-    do nie się to jest że od za po jak o dla ale czy być są był była
-    """
-)
 _STEM_CHARS = 6
 _MARKER_RE = re.compile(r"\[\^?\d+(?:\s*[,–-]\s*\d+)*\]")
 
@@ -710,8 +599,8 @@ def _stem(token: str) -> str:
 def _content_terms(text: str) -> list[str]:
     return [
         _stem(t)
-        for t in _TOKEN_RE.findall(normalise(text))
-        if t not in _STOPWORDS and (len(t) > 1 or t.isdigit())
+        for t in PASSAGE_TOKEN_RE.findall(normalise(text))
+        if t not in PARAPHRASE_STOPWORDS and (len(t) > 1 or t.isdigit())
     ]
 
 
@@ -721,12 +610,7 @@ class _SentenceIndex:
     __slots__ = ("df", "postings", "spans", "terms")
 
     def __init__(self, text: str) -> None:
-        spans: list[tuple[int, int]] = []
-        pos = 0
-        for m in _SENTENCE_END_RE.finditer(text):
-            self._add(spans, text, pos, m.start())
-            pos = m.end()
-        self._add(spans, text, pos, len(text))
+        spans = page_sentence_spans(text)
         self.spans = spans
         self.terms: list[frozenset[str]] = []
         self.postings: dict[str, list[int]] = {}
@@ -736,22 +620,6 @@ class _SentenceIndex:
             for t in terms:
                 self.postings.setdefault(t, []).append(idx)
         self.df = {t: len(ids) for t, ids in self.postings.items()}
-
-    @staticmethod
-    def _add(spans: list[tuple[int, int]], text: str, s: int, e: int) -> None:
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        # a page without punctuation (or one 5 MB line) still yields bounded windows
-        while e - s > _MAX_SENTENCE_CHARS:
-            cut = text.rfind(" ", s, s + _MAX_SENTENCE_CHARS)
-            if cut <= s:
-                cut = s + _MAX_SENTENCE_CHARS
-            spans.append((s, cut))
-            s = cut + 1 if text[cut : cut + 1] == " " else cut
-        if e > s:
-            spans.append((s, e))
 
 
 def find_paraphrase(

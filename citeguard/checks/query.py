@@ -39,17 +39,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from citeguard.checks._judge import ChatJudge, JudgeError
 from citeguard.checks.base import AnnotatorKind, CheckContext, is_llm_backend, skipped
+from citeguard.checks.judge import ChatJudge, JudgeError, judge_for
 from citeguard.models import AxisResult, Finding, Severity, Verdict
 from citeguard.policy import Policy, QueryPolicy
+from citeguard.text import QUERY_STOPWORDS, QUERY_TOKEN_RE, fold_whitespace, word_set
 
 __all__ = ["JudgeQueryScorer", "QueryScore", "check_queries", "score_query"]
 
@@ -72,47 +73,27 @@ class QueryScore(BaseModel):
 # --------------------------------------------------------------------------------------------
 # Vocabulary
 # --------------------------------------------------------------------------------------------
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_STOP = _words(
-    """
-    a an the and or but if of in on at to for from by with about as into onto over under than
-    then that this these those there here is are was were be been being am do does did doing
-    have has had having can could should would will shall may might must i me my mine we us our
-    you your yours he him his she her it its they them their what which who whom whose when
-    where why how whether any some all each every both either neither such so too very just
-    also only not no nor own same other more most much many few less least lot lots please
-    tell give show find search looking look need want wanted know let help get got make need
-    like one ones thing things something anything way ways kind kinds sort type types e g ie
-    eg etc vs versus via per within without excluding except between among across up down out
-    off again further once OR AND NOT site intitle inurl filetype
-    """
-)
-_STOP_LOWER = frozenset(w.lower() for w in _STOP)
+# The stopword list and the tokenizer are citeguard.text.QUERY_STOPWORDS and QUERY_TOKEN_RE.
 
 # Generic words that broaden a query. Words in one class stand in for each other: a prompt that
 # says "newest" may be searched with "latest".
 _GENERIC_CLASSES: dict[str, frozenset[str]] = {
-    "best": _words("best top greatest leading ultimate finest recommended"),
-    "overview": _words("overview introduction intro guide tutorial explained basics primer 101"),
-    "review": _words("review reviews rating ratings ranked ranking rankings comparison"),
-    "list": _words("list lists listing roundup"),
-    "tips": _words("tips tricks ideas hacks advice"),
-    "latest": _words("latest newest new recent current updated today"),
-    "info": _words("news info information facts details everything complete comprehensive"),
+    "best": word_set("best top greatest leading ultimate finest recommended"),
+    "overview": word_set("overview introduction intro guide tutorial explained basics primer 101"),
+    "review": word_set("review reviews rating ratings ranked ranking rankings comparison"),
+    "list": word_set("list lists listing roundup"),
+    "tips": word_set("tips tricks ideas hacks advice"),
+    "latest": word_set("latest newest new recent current updated today"),
+    "info": word_set("news info information facts details everything complete comprehensive"),
 }
 _GENERIC: dict[str, str] = {w: c for c, ws in _GENERIC_CLASSES.items() for w in ws}
 
-_MONTHS = _words(
+_MONTHS = word_set(
     """january february march april may june july august september october november december
     jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday
     saturday sunday"""
 )
-_QUESTION_START = _words(
+_QUESTION_START = word_set(
     """what which who whom whose when where why how is are was were do does did can could should
     would will compare list find show tell give explain summarize summarise describe i my we
     please in on for the a an any"""
@@ -176,7 +157,7 @@ _REGION_ALIASES: dict[str, tuple[str, ...]] = {
 }
 # Short codes and words with a common lowercase meaning match only as written ("US" not "us",
 # "Polish" not "polish", "Turkey" not "turkey").
-_CASED_ALIASES = _words(
+_CASED_ALIASES = word_set(
     """US U.S. USA U.S.A. UK U.K. EU E.U. EEA PRC UAE APAC LATAM MENA NYC Polish Turkey China
     Chile Jordan Georgia Guinea"""
 )
@@ -284,7 +265,7 @@ _BETWEEN_RE = re.compile(
     re.IGNORECASE,
 )
 _YEAR_RE = re.compile(r"(?<![\w.$€£¥-])(?:FY|CY)?(?P<year>(?:19|20)\d\d)(?![\w.%])")
-_KNOWN_PRODUCTS = _words(
+_KNOWN_PRODUCTS = word_set(
     """python java javascript node nodejs ios ipados macos android windows ubuntu debian fedora
     rhel centos php ruby rust go golang perl swift kotlin scala typescript dotnet .net gpt llama
     claude gemini mistral qwen iphone ipad pixel galaxy xbox playstation ps switch chrome firefox
@@ -301,7 +282,7 @@ _UNIT_WORDS = "|".join(
             for u, canon in _UNITS.items()
             if u.isalpha()
             and len(u) > 1
-            and u not in _STOP_LOWER
+            and u not in QUERY_STOPWORDS
             and canon not in {"people", "star"}
         ),
         key=len,
@@ -323,11 +304,10 @@ _EXCLUSION_RE = re.compile(
     r"|(?:(?<=\s)|^)-(?P<op>[A-Za-z][\w-]*)",
     re.IGNORECASE,
 )
-_TOKEN_RE = re.compile(r"[A-Za-z0-9][\w'’&+#.-]*[\w+#]|[A-Za-z0-9]")
 _OPERATOR_RE = re.compile(r"\b(?:site|intitle|inurl|filetype|inbody|lang):\S+", re.IGNORECASE)
 # Lowercase words allowed inside a name ("Bank of America", "Lord of the Rings").
 # Titles are not part of the name they precede or follow ("CEO of Bank of America").
-_ROLES = _words(
+_ROLES = word_set(
     """ceo cfo cto coo cio ciso president vice chairman chairwoman chair director head minister
     secretary governor mayor senator king queen prince princess pope professor dr mr mrs ms"""
 )
@@ -336,7 +316,7 @@ _ROLES = _words(
 _MAX_PROMPT_CHARS = 4000
 _MAX_QUERY_CHARS = 1000
 _NUMERIC_RE = re.compile(r"[\d.,:/+-]+")
-_CONNECTORS = _words("of the de du la le von van der da di &")
+_CONNECTORS = word_set("of the de du la le von van der da di &")
 
 
 def _stem(word: str) -> str:
@@ -409,11 +389,11 @@ def _overlaps(span: tuple[int, int], taken: list[tuple[int, int]]) -> bool:
 
 def _direction(comp: str | None, plus: str | None, tail: str | None) -> str | None:
     if comp:
-        return _DIRECTIONS.get(" ".join(comp.lower().split()))
+        return _DIRECTIONS.get(fold_whitespace(comp.lower()))
     if plus:
         return _UP
     if tail:
-        return _DIRECTIONS.get(" ".join(tail.lower().split()))
+        return _DIRECTIONS.get(fold_whitespace(tail.lower()))
     return None
 
 
@@ -444,14 +424,14 @@ def _numbers(
         direction = _direction(comp, plus, tail)
         if raw_unit in _UNITS and not m.group("cur"):
             end = m.end("unit")
-        elif not unit and raw_unit and comp and raw_unit not in _STOP_LOWER:
+        elif not unit and raw_unit and comp and raw_unit not in QUERY_STOPWORDS:
             unit = _stem(raw_unit)  # "over 1000 employees": the noun is the unit
             end = m.end("unit")
         else:
             end = max(m.end("num"), m.end("mult"), m.end("plus"))
         if tail:
             end = m.end("tail")
-        label = " ".join(text[m.start() : end].split())
+        label = fold_whitespace(text[m.start() : end])
         found.append(
             (
                 label,
@@ -519,7 +499,7 @@ def _entities(text: str, taken: list[tuple[int, int]]) -> list[tuple[str, tuple[
         run = []
 
     prev_end = -1
-    for m in _TOKEN_RE.finditer(text):
+    for m in QUERY_TOKEN_RE.finditer(text):
         token = m.group(0).strip(".")
         if not token:
             continue
@@ -551,7 +531,7 @@ def _analyse_prompt(prompt: str) -> _Prompt:
     items: list[tuple[int, _Item]] = []
 
     for m in _PHRASE_RE.finditer(prompt):
-        phrase = " ".join((m.group("a") or m.group("b") or m.group("c") or "").split())
+        phrase = fold_whitespace(m.group("a") or m.group("b") or m.group("c") or "")
         if phrase:
             items.append((m.start(), _Item("phrase", "phrase:" + phrase.lower(), phrase)))
             taken.append(m.span())
@@ -564,13 +544,13 @@ def _analyse_prompt(prompt: str) -> _Prompt:
             words = m.group("obj").split()
             kept: list[str] = []
             for w in words:
-                if w.lower() in _STOP_LOWER:
+                if w.lower() in QUERY_STOPWORDS:
                     break
                 kept.append(w)
             if not kept:
                 continue
             obj = " ".join(kept)
-            label = f"{' '.join(m.group('cue').split())} {obj}"
+            label = f"{fold_whitespace(m.group('cue'))} {obj}"
         end = m.start() + len(m.group(0).split(obj, 1)[0]) + len(obj)
         items.append((m.start(), _Item("exclusion", "exclusion:" + obj.lower(), label, (obj,))))
         taken.append((m.start(), end))
@@ -590,7 +570,11 @@ def _analyse_prompt(prompt: str) -> _Prompt:
             num, label = m.group("dotted"), m.group(0)
         else:
             name, num = m.group("name"), m.group("num2")
-            if name.lower() in _STOP_LOWER or name.lower() in _GENERIC or name.lower() in _MONTHS:
+            if (
+                name.lower() in QUERY_STOPWORDS
+                or name.lower() in _GENERIC
+                or name.lower() in _MONTHS
+            ):
                 continue
             if not (_is_capish(name) or name.lower() in _KNOWN_PRODUCTS):
                 continue
@@ -619,18 +603,20 @@ def _analyse_prompt(prompt: str) -> _Prompt:
         if key in seen_entities:
             continue
         seen_entities.add(key)
-        words = tuple(_stem(w) for w in _TOKEN_RE.findall(name) if w.lower() not in _CONNECTORS)
+        words = tuple(
+            _stem(w) for w in QUERY_TOKEN_RE.findall(name) if w.lower() not in _CONNECTORS
+        )
         items.append((span[0], _Item("entity", key, name, words)))
         taken.append(span)
 
     p.items = [it for _, it in sorted(items, key=lambda x: x[0])]
-    for m in _TOKEN_RE.finditer(prompt):
+    for m in QUERY_TOKEN_RE.finditer(prompt):
         lower = m.group(0).lower().strip("'’.")
         p.words.add(lower)
         p.words.add(_stem(lower))
         if lower in _GENERIC:
             p.generic_classes.add(_GENERIC[lower])
-        if _overlaps(m.span(), taken) or lower in _STOP_LOWER or _NUMERIC_RE.fullmatch(lower):
+        if _overlaps(m.span(), taken) or lower in QUERY_STOPWORDS or _NUMERIC_RE.fullmatch(lower):
             continue
         if lower not in _GENERIC and len(lower) > 1:
             p.content.setdefault(_stem(lower), lower)
@@ -663,8 +649,8 @@ class _Query:
 
 
 def _analyse_query(query: str) -> _Query:
-    text = " ".join(_OPERATOR_RE.sub(" ", query[:_MAX_QUERY_CHARS]).split())
-    tokens = [t.strip("'’.") for t in _TOKEN_RE.findall(text)]
+    text = fold_whitespace(_OPERATOR_RE.sub(" ", query[:_MAX_QUERY_CHARS]))
+    tokens = [t.strip("'’.") for t in QUERY_TOKEN_RE.findall(text)]
     stems = {_stem(t) for t in tokens} | {t.lower() for t in tokens}
     years = {m.group("year") for m in _YEAR_RE.finditer(text)}
     year_spans = [m.span() for m in _YEAR_RE.finditer(text)]
@@ -826,7 +812,7 @@ def _score(prompt: _Prompt, query: str, covered: frozenset[str]) -> tuple[QueryS
             phrase = item.label.lower()
             if phrase in q.lower:
                 kept.add(item.key)
-                entity_words.update(_stem(w) for w in _TOKEN_RE.findall(phrase))
+                entity_words.update(_stem(w) for w in QUERY_TOKEN_RE.findall(phrase))
                 if f'"{phrase}"' not in q.lower and f"“{phrase}”" not in q.lower:
                     issue(
                         "constraints",
@@ -882,7 +868,7 @@ def _score(prompt: _Prompt, query: str, covered: frozenset[str]) -> tuple[QueryS
                     entity_words.update(_expansion(item.label, q.tokens))
             elif present and len(present) * 2 >= len(words):
                 kept.add(item.key)
-                shown = [t for t in _TOKEN_RE.findall(item.label) if _stem(t) in q.stems]
+                shown = [t for t in QUERY_TOKEN_RE.findall(item.label) if _stem(t) in q.stems]
                 issue(
                     "entities",
                     "query.shortened_entity",
@@ -916,7 +902,7 @@ def _score(prompt: _Prompt, query: str, covered: frozenset[str]) -> tuple[QueryS
             continue
         if (
             _YEAR_RE.fullmatch(token)
-            or lower in _STOP_LOWER
+            or lower in QUERY_STOPWORDS
             or any(token in n[0] for n in q.numbers)
         ):
             continue
@@ -1141,9 +1127,11 @@ class _JudgeReply(BaseModel):
 class JudgeQueryScorer(ChatJudge):
     """:func:`score_query` by an LLM judge with the same rubric (OpenAI-compatible endpoint).
 
-    ``base_url`` is the API root (``.../v1``). A failed call or a reply outside the rubric falls
-    back to the deterministic scorer, with a ``query.judge_failed`` info finding saying why.
-    Pass ``session`` to share an aiohttp session (it is then not closed by :meth:`aclose`).
+    ``base_url`` is the API root (``.../v1``). Failed calls and replies outside the rubric are
+    retried as :class:`~citeguard.checks.judge.ChatJudge` says; when the judge still gives no
+    usable answer the deterministic scorer is used, with a ``query.judge_failed`` info finding
+    saying why. Pass ``session`` to share an aiohttp session (it is then not closed by
+    :meth:`aclose`).
     """
 
     async def score(self, prompt: str, query: str) -> QueryScore:
@@ -1153,11 +1141,7 @@ class JudgeQueryScorer(ChatJudge):
             ensure_ascii=False,
         )
         try:
-            data = await self._ask(_QUERY_SYSTEM, user)
-            try:
-                reply = _JudgeReply.model_validate(data)
-            except ValidationError as exc:
-                raise JudgeError("judge reply is outside the 1-5 rubric") from exc
+            reply = await self.ask(_QUERY_SYSTEM, user, _rubric_reply)
         except JudgeError as exc:
             fallback = score_query(prompt, query)
             note = Finding(
@@ -1200,11 +1184,17 @@ class JudgeQueryScorer(ChatJudge):
         scores = await asyncio.gather(*(self.score(prompt, q) for q in queries))
         return _axis(queries, scores, policy)
 
-    async def __aenter__(self) -> JudgeQueryScorer:
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+def _rubric_reply(data: dict[str, Any]) -> _JudgeReply:
+    """A judge's reply validated against the rubric (outside it is a malformed reply)."""
+    try:
+        return _JudgeReply.model_validate(data)
+    except ValidationError as exc:
+        raise JudgeError(
+            "judge reply is outside the 1-5 rubric",
+            detail="invalid response (outside the 1-5 rubric)",
+            retryable=True,
+        ) from exc
 
 
 class QueryCheck:
@@ -1217,11 +1207,7 @@ class QueryCheck:
     def __init__(self, policy: Policy) -> None:
         self._policy = policy.query
         q = policy.query
-        self._judge: JudgeQueryScorer | None = None
-        if q.enabled and q.judge_base_url and q.judge_model:  # TODO(lead): Policy.judge
-            self._judge = JudgeQueryScorer(
-                q.judge_base_url, q.judge_model, os.environ.get(q.judge_api_key_env)
-            )
+        self._judge = judge_for(policy, JudgeQueryScorer, q.enabled and q.use_judge)
 
     async def run(self, ctx: CheckContext) -> AxisResult:
         if not self._policy.enabled:

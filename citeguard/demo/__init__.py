@@ -26,6 +26,7 @@ from aiohttp import web
 from citeguard.feedback import Feedback
 from citeguard.models import GuardResult
 from citeguard.policy import EntailmentPolicy, FetchPolicy, Policy
+from citeguard.render import render_result
 
 QUESTION = "What is the latest stable release of the Helix database, and what changed in it?"
 # The recording's clock: freshness is judged against it so a replay gives the same verdict.
@@ -235,8 +236,6 @@ def run_demo(
     *, out: TextIO, as_json: bool = False, live: bool = False, record: str | None = None
 ) -> int:
     """``citeguard demo``: print each attempt's four-axis vector and the final answer."""
-    from citeguard.cli import render_result
-
     result = asyncio.run(run_scenario(live=live, record=record))
     if as_json:
         out.write(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")

@@ -26,6 +26,7 @@ from typing import Any, Literal, TypeVar, overload
 from pydantic import ConfigDict, PrivateAttr
 
 from citeguard import Feedback, Guard, GuardResult, MissingExtraError, Synthesis
+from citeguard.errors import EventLoopError, InputError, UsageError
 
 try:
     from langchain_core.callbacks import (
@@ -166,12 +167,12 @@ class GuardedRunnable(RunnableSerializable[GuardInput, GuardResult | str]):
         if isinstance(input, Mapping):
             question = input.get(self.question_key)
             if not isinstance(question, str):
-                raise ValueError(
+                raise InputError(
                     f"the input needs the question as a string under {self.question_key!r} "
                     f"(got keys {sorted(map(str, input))})"
                 )
             return question, dict(input)
-        raise TypeError(f"a guarded runnable takes a str or a dict, not {type(input).__name__}")
+        raise UsageError(f"a guarded runnable takes a str or a dict, not {type(input).__name__}")
 
 
 @overload
@@ -228,7 +229,7 @@ def to_synthesis(out: Any) -> str | Synthesis:
         return text
     if isinstance(out, Mapping) and "answer" in out:
         return to_synthesis(out["answer"])
-    raise TypeError(
+    raise UsageError(
         "the guarded runnable must return a str, an AIMessage, a citeguard.Synthesis or a "
         f"mapping with an 'answer' entry, not {type(out).__name__}"
     )
@@ -252,7 +253,7 @@ def _refuse_inside_loop(method: str, alternative: str) -> None:
         asyncio.get_running_loop()
     except RuntimeError:
         return
-    raise RuntimeError(
+    raise EventLoopError(
         f"GuardedRunnable.{method}() was called inside a running event loop, where it cannot "
         f"block; use `await guarded.{alternative}(...)` instead"
     )

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from citeguard import Guard, GuardResult, MissingExtraError, parse_answer
+from citeguard.errors import UsageError
 
 try:
     from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -108,14 +109,14 @@ class GuardedQueryEngine:
             if cls.asynthesize is BaseQueryEngine.asynthesize or (
                 cls.retrieve is BaseQueryEngine.retrieve and not hasattr(engine, "aretrieve")
             ):
-                raise TypeError(
+                raise UsageError(
                     f"{cls.__name__} does not retrieve and synthesize separately, so citeguard "
                     "cannot drop rejected sources between attempts; pass a factory instead, "
                     "e.g. guard_query_engine(lambda pp: index.as_query_engine("
                     "node_postprocessors=pp), guard)"
                 )
         elif not callable(engine):
-            raise TypeError(
+            raise UsageError(
                 "guard_query_engine needs a LlamaIndex query engine or a factory "
                 f"(node_postprocessors) -> query engine, not {type(engine).__name__}"
             )

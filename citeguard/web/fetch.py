@@ -40,8 +40,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.cookies import SimpleCookie
-from types import TracebackType
-from typing import Any, Literal, Protocol, Self, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 from urllib.parse import urljoin
 
 import aiohttp
@@ -49,6 +48,8 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from tenacity import AsyncRetrying, RetryCallState, retry_if_result
 from yarl import URL
 
+from citeguard.closing import AsyncClosing
+from citeguard.errors import PolicyError
 from citeguard.models import CitationStatus, FetchResult, Outcome
 from citeguard.policy import FetchPolicy
 from citeguard.web.urls import (
@@ -61,7 +62,7 @@ from citeguard.web.urls import (
     same_site,
 )
 
-__all__ = ["Fetcher", "Resolver", "StaticResolver", "SystemResolver"]
+__all__ = ["Fetcher", "Resolver", "StaticResolver", "SystemResolver", "parse_retry_after"]
 
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 _TRANSIENT_CODES = frozenset({429, 502, 503, 504})
@@ -113,7 +114,7 @@ class Resolver(Protocol):
 def _split_address(entry: str) -> tuple[str, int | None]:
     """``"1.2.3.4"``, ``"1.2.3.4:8080"``, ``"::1"`` or ``"[::1]:8080"`` → (address, port or None).
 
-    Raises ValueError when the address part is not an IP address or the port is invalid.
+    Raises PolicyError when the address part is not an IP address or the port is invalid.
     """
     text = entry.strip()
     port: str | None = None
@@ -121,7 +122,7 @@ def _split_address(entry: str) -> tuple[str, int | None]:
         addr, _, rest = text[1:].partition("]")
         if rest:
             if not rest.startswith(":"):
-                raise ValueError(f"{entry!r} is not ADDR or ADDR:PORT")
+                raise PolicyError(f"{entry!r} is not ADDR or ADDR:PORT")
             port = rest[1:]
     elif text.count(":") == 1:
         addr, port = text.split(":")
@@ -129,9 +130,9 @@ def _split_address(entry: str) -> tuple[str, int | None]:
         addr = text
     ip = parse_ip_literal(addr) if addr else None
     if ip is None or (ip.version == 4 and addr.count(".") != 3):
-        raise ValueError(f"{entry!r} is not an IP address (ADDR or ADDR:PORT)")
+        raise PolicyError(f"{entry!r} is not an IP address (ADDR or ADDR:PORT)")
     if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
-        raise ValueError(f"{entry!r} has an invalid port")
+        raise PolicyError(f"{entry!r} has an invalid port")
     return str(ip), (int(port) if port is not None else None)
 
 
@@ -158,11 +159,11 @@ class StaticResolver:
         for host, addresses in mapping.items():
             entries = [addresses] if isinstance(addresses, str) else list(addresses)
             if not entries:
-                raise ValueError(f"StaticResolver: no address for {host!r}")
+                raise PolicyError(f"StaticResolver: no address for {host!r}")
             try:
                 parsed = [_split_address(a) for a in entries]
             except ValueError as exc:
-                raise ValueError(f"StaticResolver: {host!r}: {exc}") from None
+                raise PolicyError(f"StaticResolver: {host!r}: {exc}") from None
             table[host.strip().lower().rstrip(".")] = [_join_address(a, p) for a, p in parsed]
         self._table = table
         self._fallback = fallback
@@ -369,7 +370,12 @@ class _Hop:
     cookies: dict[str, str] = field(default_factory=dict)
 
 
-def _parse_retry_after(value: str | None) -> float | None:
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delay-seconds or an HTTP date).
+
+    ``None`` when the header is absent or unreadable; a date in the past gives ``0.0``. Shared
+    by the fetcher and the judge client (:mod:`citeguard.checks.judge`).
+    """
     if value is None:
         return None
     value = value.strip()
@@ -525,7 +531,7 @@ class _Slots:
             del self._hosts[host]
 
 
-class Fetcher:
+class Fetcher(AsyncClosing):
     """Fetches cited URLs under a :class:`FetchPolicy`; see the module docstring.
 
     Args:
@@ -570,17 +576,6 @@ class Fetcher:
         self._closed = False
 
     # ---- lifecycle -------------------------------------------------------------------------
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Cancel unfinished fetches and close the session (and the resolver it created)."""
@@ -1049,7 +1044,7 @@ class Fetcher:
         hop.status, hop.reason = _classify(code, resp.reason or "", headers)
         if code in _TRANSIENT_CODES and hop.status is not CitationStatus.BOT_WALL:
             hop.transient = True
-            hop.retry_after = _parse_retry_after(raw_headers.get("Retry-After"))
+            hop.retry_after = parse_retry_after(raw_headers.get("Retry-After"))
         if method == "GET" and want_body and hop.status is CitationStatus.OK:
             await self._read_body(resp, hop)
         else:

@@ -19,13 +19,13 @@ import json
 import logging
 import re
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta, timezone
-from email.utils import parsedate_to_datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
+from citeguard.dates import make_date, parse_date, parse_pdf_date
 from citeguard.models import Page, PageKind
 
 __all__ = [
@@ -185,91 +185,14 @@ def _detect_charset(body: bytes) -> str:
 # --------------------------------------------------------------------------------------------
 # Dates
 # --------------------------------------------------------------------------------------------
+# Date strings are read by citeguard.dates (parse_date, parse_pdf_date); what is here decides
+# which of a page's dates to believe.
 
-_ISO_RE = re.compile(
-    r"(?P<y>(?:19|20)\d\d)-(?P<m>[01]?\d)-(?P<d>[0-3]?\d)"
-    r"(?:[T ](?P<H>[0-2]?\d):(?P<M>[0-5]\d)(?::(?P<S>[0-5]\d)(?:[.,]\d+)?)?"
-    r"\s*(?P<tz>Z|[+-][01]\d:?[0-5]\d|[+-][01]\d)?)?"
-)
-_SLASH_YMD_RE = re.compile(r"\b(?P<y>(?:19|20)\d\d)[/.](?P<m>[01]?\d)[/.](?P<d>[0-3]?\d)\b")
-_DMY_RE = re.compile(r"\b(?P<d>[0-3]?\d)\.\s?(?P<m>[01]?\d)\.\s?(?P<y>(?:19|20)\d\d)\b")
-_COMPACT_RE = re.compile(r"^(?P<y>(?:19|20)\d\d)(?P<m>[01]\d)(?P<d>[0-3]\d)(?:\d{4,6})?$")
-_EPOCH_RE = re.compile(r"^\d{10}(?:\d{3})?$")
 _URL_DATE_RES = (
     re.compile(r"/((?:19|20)\d\d)/([01]?\d)/([0-3]?\d)(?:/|$|[-_])"),
     re.compile(r"[/_-]((?:19|20)\d\d)-([01]\d)-([0-3]\d)(?:/|$|[-_.])"),
     re.compile(r"/((?:19|20)\d\d)([01]\d)([0-3]\d)(?:/|$)"),
 )
-
-
-def _mk(
-    y: int, mo: int, d: int, tz: timezone | None = None, h: int = 0, mi: int = 0, s: int = 0
-) -> datetime | None:
-    try:
-        return datetime(y, mo, d, h, mi, s, tzinfo=tz or UTC)
-    except ValueError:
-        return None
-
-
-def _parse_tz(raw: str | None) -> timezone | None:
-    if not raw:
-        return None
-    if raw == "Z":
-        return UTC
-    sign = -1 if raw[0] == "-" else 1
-    digits = raw[1:].replace(":", "")
-    hours = int(digits[:2])
-    minutes = int(digits[2:4]) if len(digits) >= 4 else 0
-    if hours > 14:
-        return None
-    return timezone(sign * timedelta(hours=hours, minutes=minutes))
-
-
-def parse_date(raw: str | None) -> datetime | None:
-    """Parse a date as found in metadata: ISO 8601, RFC 2822, ``Y/M/D``, ``D.M.Y``, compact, epoch.
-
-    Returns a timezone-aware datetime (UTC when the source gives no offset) or None.
-    """
-    if not raw:
-        return None
-    s = raw.strip()[:100]
-    if not s:
-        return None
-    m = _ISO_RE.search(s)
-    if m:
-        tz = _parse_tz(m.group("tz"))
-        return _mk(
-            int(m.group("y")),
-            int(m.group("m")),
-            int(m.group("d")),
-            tz,
-            int(m.group("H") or 0),
-            int(m.group("M") or 0),
-            int(m.group("S") or 0),
-        )
-    m = _COMPACT_RE.match(s)
-    if m:
-        return _mk(int(m.group("y")), int(m.group("m")), int(m.group("d")))
-    if _EPOCH_RE.match(s):
-        value = int(s[:10])
-        try:
-            return datetime.fromtimestamp(value, tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            return None
-    if "," in s or s[:3].isalpha():
-        try:
-            parsed = parsedate_to_datetime(s)
-        except (TypeError, ValueError, IndexError):
-            parsed = None
-        if parsed is not None:
-            return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
-    m = _SLASH_YMD_RE.search(s)
-    if m:
-        return _mk(int(m.group("y")), int(m.group("m")), int(m.group("d")))
-    m = _DMY_RE.search(s)
-    if m:
-        return _mk(int(m.group("y")), int(m.group("m")), int(m.group("d")))
-    return None
 
 
 def _plausible(dt: datetime | None, now: datetime) -> datetime | None:
@@ -288,7 +211,7 @@ def _url_date(url: str) -> datetime | None:
     for rx in _URL_DATE_RES:
         m = rx.search(path)
         if m:
-            return _mk(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            return make_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
     return None
 
 
@@ -937,9 +860,6 @@ _HYPHEN_BREAK_RE = re.compile(
 )
 # "COVID-\n19", "Anglo-\nSaxon": the hyphen belongs to the word; only the line break goes
 _HYPHEN_KEEP_RE = re.compile(r"(?<=\w)([-\u2010])[ \t]*\r?\n\s*(?=\w)")
-_PDF_DATE_RE = re.compile(
-    r"D?:?(\d{4})(\d{2})?(\d{2})?(\d{2})?(\d{2})?(\d{2})?([Zz+-])?(\d{2})?'?(\d{2})?"
-)
 
 
 def dehyphenate(text: str) -> str:
@@ -950,20 +870,6 @@ def dehyphenate(text: str) -> str:
     """
     text = _HYPHEN_BREAK_RE.sub("", text)
     return _HYPHEN_KEEP_RE.sub(r"\1", text)
-
-
-def _pdf_date(raw: Any) -> datetime | None:
-    if not isinstance(raw, str):
-        return None
-    m = _PDF_DATE_RE.match(raw.strip())
-    if not m:
-        return None
-    y, mo, d, h, mi, s, sign, tzh, tzm = m.groups()
-    tz: timezone | None = UTC
-    if sign in ("+", "-") and tzh:
-        offset = timedelta(hours=int(tzh), minutes=int(tzm or 0))
-        tz = timezone(offset if sign == "+" else -offset)
-    return _mk(int(y), int(mo or 1), int(d or 1), tz, int(h or 0), int(mi or 0), int(s or 0))
 
 
 def _extract_pdf(body: bytes, url: str, now: datetime, headers: Mapping[str, str]) -> Page:
@@ -989,8 +895,8 @@ def _extract_pdf(body: bytes, url: str, now: datetime, headers: Mapping[str, str
     if info is not None:
         title_raw = info.get("/Title")
         title = _clean_text(str(title_raw)) or None if title_raw else None
-        published = _plausible(_pdf_date(info.get("/CreationDate")), now)
-        modified = _plausible(_pdf_date(info.get("/ModDate")), now)
+        published = _plausible(parse_pdf_date(info.get("/CreationDate")), now)
+        modified = _plausible(parse_pdf_date(info.get("/ModDate")), now)
     if modified is None:
         modified = _plausible(parse_date(headers.get("last-modified")), now)
     return Page(

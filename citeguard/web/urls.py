@@ -26,6 +26,7 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 import idna
 import tldextract
 
+from citeguard.errors import CiteguardError
 from citeguard.models import CitationStatus
 
 __all__ = [
@@ -72,8 +73,12 @@ _DOTTED_QUAD_RE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
-class UrlProblem(Exception):
-    """A URL citeguard refuses to fetch: malformed, or a scheme outside the allow-list."""
+class UrlProblem(CiteguardError, ValueError):
+    """A URL citeguard refuses to fetch: malformed, or a scheme outside the allow-list.
+
+    A :class:`~citeguard.errors.CiteguardError` and a ``ValueError``; ``status`` is the
+    ``CitationStatus`` it maps to and ``reason`` says why.
+    """
 
     def __init__(self, status: CitationStatus, reason: str) -> None:
         super().__init__(reason)

@@ -43,7 +43,7 @@ from citeguard.checks.entail import (
 )
 from citeguard.errors import EntailerError, PolicyError
 from citeguard.models import CitationStatus, EntailmentScore, Verdict
-from citeguard.policy import EntailmentPolicy, FetchPolicy, FreshnessPolicy, Policy
+from citeguard.policy import EntailmentPolicy, FetchPolicy, FreshnessPolicy, JudgePolicy, Policy
 
 # --------------------------------------------------------------------------------------------
 # Helpers
@@ -367,9 +367,9 @@ def test_make_entailer(tmp_path: Path) -> None:
     with pytest.raises(PolicyError):
         make_entailer(EntailmentPolicy(backend="nli"))
     with pytest.raises(PolicyError):
-        make_entailer(EntailmentPolicy(backend="judge", judge_model="m"))
+        make_entailer(EntailmentPolicy(backend="judge"), JudgePolicy(model="m"))
     judge = make_entailer(
-        EntailmentPolicy(backend="judge", judge_base_url="http://127.0.0.1:9", judge_model="m")
+        EntailmentPolicy(backend="judge"), JudgePolicy(base_url="http://127.0.0.1:9", model="m")
     )
     assert isinstance(judge, JudgeEntailer)
     with pytest.raises(EntailerError, match="not a local model directory"):
@@ -579,14 +579,14 @@ async def judge_server() -> AsyncIterator[JudgeServer]:
     await runner.cleanup()
 
 
-FAST = EntailmentPolicy(judge_backoff=0.0, judge_retries=2, judge_api_key_env="CITEGUARD_TEST_KEY")
+FAST = JudgePolicy(backoff=0.0, retries=2, api_key_env="CITEGUARD_TEST_KEY")
 PAIR = ("The Moon causes tides.", "Tides are caused by the Moon's gravity.")
 
 
 async def test_judge_happy_path(judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CITEGUARD_TEST_KEY", "sk-test")
     judge_server.replies = [lambda: verdict("supported", 0.93, "the passage says it")]
-    async with JudgeEntailer(judge_server.base_url, "judge-model", policy=FAST) as judge:
+    async with JudgeEntailer(judge_server.base_url, "judge-model", judge=FAST) as judge:
         (s,) = await judge.score([PAIR])
     assert s.label == "supported"
     assert s.score == pytest.approx(0.93)
@@ -609,7 +609,7 @@ async def test_judge_labels_and_low_confidence(judge_server: JudgeServer) -> Non
         judge_server.base_url,
         "m",
         api_key="k",
-        policy=FAST.model_copy(update={"judge_concurrency": 1}),
+        judge=FAST.replace(concurrency=1),
     ) as judge:
         contra, weak = await judge.score([PAIR, PAIR])
     assert contra.label == "contradicted"
@@ -618,7 +618,7 @@ async def test_judge_labels_and_low_confidence(judge_server: JudgeServer) -> Non
 
 async def test_judge_garbage_is_retried_then_reported(judge_server: JudgeServer) -> None:
     judge_server.replies = [lambda: chat_reply("I think it is supported!")]
-    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", policy=FAST) as judge:
+    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", judge=FAST) as judge:
         (s,) = await judge.score([PAIR])
     assert len(judge_server.requests) == 3  # 1 + judge_retries
     assert s.label == "unsupported"
@@ -630,7 +630,7 @@ async def test_judge_503_then_200_is_retried(judge_server: JudgeServer) -> None:
         lambda: web.Response(status=503, text="overloaded"),
         lambda: verdict("supported"),
     ]
-    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", policy=FAST) as judge:
+    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", judge=FAST) as judge:
         (s,) = await judge.score([PAIR])
     assert len(judge_server.requests) == 2
     assert s.label == "supported"
@@ -641,7 +641,7 @@ async def test_judge_429_with_retry_after_is_retried(judge_server: JudgeServer) 
         lambda: web.Response(status=429, headers={"Retry-After": "0"}),
         lambda: verdict("contradicted", 0.85),
     ]
-    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", policy=FAST) as judge:
+    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", judge=FAST) as judge:
         (s,) = await judge.score([PAIR])
     assert len(judge_server.requests) == 2
     assert s.label == "contradicted"
@@ -649,7 +649,7 @@ async def test_judge_429_with_retry_after_is_retried(judge_server: JudgeServer) 
 
 async def test_judge_persistent_503_and_401(judge_server: JudgeServer) -> None:
     judge_server.replies = [lambda: web.Response(status=503)]
-    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", policy=FAST) as judge:
+    async with JudgeEntailer(judge_server.base_url, "m", api_key="k", judge=FAST) as judge:
         (s,) = await judge.score([PAIR])
         assert s.label == "unsupported" and s.reason == "judge unavailable: HTTP 503"
         assert len(judge_server.requests) == 3
@@ -664,7 +664,7 @@ async def test_judge_down_is_unsupported_not_a_crash() -> None:
     with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    async with JudgeEntailer(f"http://127.0.0.1:{port}/v1", "m", api_key="k", policy=FAST) as j:
+    async with JudgeEntailer(f"http://127.0.0.1:{port}/v1", "m", api_key="k", judge=FAST) as j:
         scores = await j.score([PAIR, ("Another claim.", "Other evidence.")])
     assert [s.label for s in scores] == ["unsupported", "unsupported"]
     assert all(s.reason.startswith("judge unavailable: ") for s in scores)
@@ -698,11 +698,12 @@ TIDES_PAGE = (
 )
 
 
-def _guard_policy(**entailment: Any) -> Policy:
+def _guard_policy(judge: JudgePolicy | None = None, **entailment: Any) -> Policy:
     return Policy(
         fetch=FetchPolicy(allow_private_addresses=True, url_timeout=5.0, retries=0),
         entailment=EntailmentPolicy(**entailment),
         freshness=FreshnessPolicy(enabled=False),
+        judge=judge or JudgePolicy(),
     )
 
 
@@ -715,9 +716,7 @@ async def _check(farm: Farm, policy: Policy, claim: str, **guard: Any) -> Verdic
 async def test_guard_with_the_judge_backend(judge_server: JudgeServer, farm: Farm) -> None:
     policy = _guard_policy(
         backend="judge",
-        judge_base_url=judge_server.base_url,
-        judge_model="judge-model",
-        judge_backoff=0.0,
+        judge=JudgePolicy(base_url=judge_server.base_url, model="judge-model", backoff=0.0),
     )
     judge_server.replies = [lambda: verdict("contradicted", 0.95, "the page says the Moon")]
     bad = await _check(farm, policy, "Ocean tides are caused mainly by the Sun.")

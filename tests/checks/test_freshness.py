@@ -26,7 +26,7 @@ from citeguard.policy import FreshnessPolicy
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 POLICY = FreshnessPolicy()
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "freshness" / "freshqa_dev.jsonl"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "freshness" / "freshqa_dev.jsonl"
 
 
 def report(
@@ -414,7 +414,7 @@ async def test_judge_failures_fall_back_to_rules(
     judge: JudgeServer, reply: tuple[str, Any], reason: str
 ) -> None:
     judge.replies.append(reply)
-    async with JudgeFreshnessClassifier(judge.base_url, "m", timeout=0.5) as clf:
+    async with JudgeFreshnessClassifier(judge.base_url, "m", timeout=0.5, retries=0) as clf:
         fc = await clf.classify("What is the current price of bitcoin?", now=NOW)
     assert fc.regime is Regime.REAL_TIME  # the deterministic answer
     assert reason in fc.cues[0] and "deterministic rules used" in fc.cues[0]
@@ -428,7 +428,7 @@ async def test_judge_unreachable_falls_back() -> None:
     await site.start()
     port = runner.addresses[0][1]
     await runner.cleanup()
-    async with JudgeFreshnessClassifier(f"http://127.0.0.1:{port}/v1", "m") as clf:
+    async with JudgeFreshnessClassifier(f"http://127.0.0.1:{port}/v1", "m", backoff=0.0) as clf:
         fc = await clf.classify("Who painted The Starry Night?", now=NOW)
     assert fc.regime is Regime.INSENSITIVE
     assert fc.cues[0].startswith("judge unreachable")

@@ -6,12 +6,8 @@ import json
 
 import pytest
 
-from citeguard.checks.diversity import (
-    PRIMARY_CATEGORIES,
-    check_diversity,
-    classify_question,
-    classify_source,
-)
+from citeguard.checks.diversity import check_diversity, classify_question
+from citeguard.checks.sources import PRIMARY_CATEGORIES, classify_source
 from citeguard.models import CitationReport, CitationStatus, Severity
 from citeguard.policy import DiversityPolicy
 

@@ -1,7 +1,7 @@
 """The SnapshotStore contract, as async checks any backend must pass.
 
-``tests/test_cache.py`` (SQLite) and ``tests/test_cache_redis.py`` (a real redis-server) call
-these with their own stores, so both backends are held to the same behaviour.
+``tests/snapshot/test_snapshot.py`` (SQLite) and ``tests/snapshot/test_snapshot_redis.py`` (a real
+redis-server) call these with their own stores, so both backends are held to the same behaviour.
 """
 
 from __future__ import annotations

@@ -340,7 +340,7 @@ def _import_without(blocked: str, module: str) -> subprocess.CompletedProcess[st
     )
     return subprocess.run(
         [sys.executable, "-c", code],
-        cwd=Path(__file__).resolve().parents[1],  # the checkout, whatever pytest's cwd
+        cwd=Path(__file__).resolve().parents[2],  # the checkout, whatever pytest's cwd
         capture_output=True,
         text=True,
         timeout=60,

@@ -20,7 +20,7 @@ from citeguard.checks.passage import (
 from citeguard.policy import PassagePolicy
 from citeguard.web.page import extract_page
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 PAGE = (
     "Climate report 2021\n"

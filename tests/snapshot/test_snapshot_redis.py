@@ -175,7 +175,7 @@ async def test_record_then_replay_never_reaches_the_web(
     served = farm.count()
 
     # (the store itself talks to redis over a socket, so here the proof is that the fetcher
-    # factory is never called and the web server sees nothing; test_cache.py runs the SQLite
+    # factory is never called and the web server sees nothing; test_snapshot.py runs the SQLite
     # replay under a socket guard)
     runs: list[list[tuple[str, str, bytes | None]]] = []
     for _ in range(2):

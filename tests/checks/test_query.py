@@ -380,7 +380,7 @@ async def test_judge_scores_with_the_rubric(judge: JudgeServer) -> None:
 )
 async def test_judge_failures_fall_back(judge: JudgeServer, reply: tuple[str, Any]) -> None:
     judge.replies.append(reply)
-    async with JudgeQueryScorer(judge.base_url, "m") as scorer:
+    async with JudgeQueryScorer(judge.base_url, "m", retries=0) as scorer:
         score = await scorer.score(*LAPTOP)
     assert score.findings[0].code == "query.judge_failed"
     assert score.findings[0].severity is Severity.INFO

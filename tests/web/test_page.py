@@ -18,7 +18,7 @@ from citeguard.web.page import (
     parse_date,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
 URL = "https://news.example.com/story"
 

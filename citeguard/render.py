@@ -1,0 +1,145 @@
+"""Plain-text rendering at the edge: the one table renderer, and the verdict views built on it.
+
+:func:`table` is the only place that pads, aligns and trims cells; the ``check`` output, the
+demo, ``citeguard report`` and ``citeguard snapshot`` all draw their tables with it.
+Library code never prints: these functions return strings for the command line to write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from citeguard.models import GuardResult, Verdict
+
+__all__ = ["Column", "render_result", "render_vector", "render_verdict", "table", "trim"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a :func:`table`.
+
+    ``width``: ``None`` fits the widest cell (and the header); a number pads every cell to it
+    (a longer cell overflows, unless ``trim``). ``trim``: cut cells longer than ``width`` to
+    ``width`` characters, the last one an ellipsis. ``gap``: the text before this column
+    (``None``: the table's ``sep``; ignored on the first column).
+    """
+
+    header: str
+    width: int | None = None
+    align: Literal["left", "right"] = "left"
+    trim: bool = False
+    gap: str | None = None
+
+
+def trim(text: str | None, width: int) -> str:
+    """``text`` cut to ``width`` characters, the last one ``…`` when anything was cut."""
+    text = text or ""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def table(
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[str] | str],
+    *,
+    sep: str = "  ",
+    rstrip: bool = True,
+) -> str:
+    """A header line, then one line per row; lines joined by newlines, no trailing newline.
+
+    A row that is a plain string is a free line (a note under the row above): written as it
+    is, never measured or padded. ``rstrip`` drops trailing spaces of each line.
+    """
+    cells = [
+        [
+            trim(c, col.width) if col.trim and col.width is not None else c
+            for col, c in zip(columns, row, strict=True)
+        ]
+        for row in rows
+        if not isinstance(row, str)
+    ]
+    widths = [
+        col.width if col.width is not None else max([len(col.header), *(len(r[i]) for r in cells)])
+        for i, col in enumerate(columns)
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        parts: list[str] = []
+        for i, (col, value) in enumerate(zip(columns, values, strict=True)):
+            if i:
+                parts.append(sep if col.gap is None else col.gap)
+            parts.append(value.rjust(widths[i]) if col.align == "right" else value.ljust(widths[i]))
+        text = "".join(parts)
+        return text.rstrip() if rstrip else text
+
+    out = [line([c.header for c in columns])]
+    measured = iter(cells)
+    for row in rows:
+        out.append(row if isinstance(row, str) else line(next(measured)))
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------- verdicts
+
+_NOTE = " " * 28  # notes under a citation line up with its URL column
+_CITATION_COLUMNS = (
+    Column("STATUS", width=22),
+    Column("HTTP", width=4, align="right", gap=" "),
+    Column("URL → FINAL URL", width=60, trim=True),
+    Column("REASON", width=0),
+)
+
+
+def render_verdict(verdict: Verdict, *, title: str | None = None) -> str:
+    """A per-citation table plus the four-axis vector, for people."""
+    rows: list[Sequence[str] | str] = []
+    for c in verdict.citations:
+        code = str(c.http_status) if c.http_status is not None else "-"
+        url = c.url if not c.final_url or c.final_url == c.url else f"{c.url} → {c.final_url}"
+        rows.append((c.status.value, code, url, c.reason))
+        if c.passage is not None and c.passage.matched_text:
+            rows.append(
+                f"{_NOTE}passage ({c.passage.how}, {c.passage.score:.0f}): "
+                f"“{trim(c.passage.matched_text, 90)}”"
+            )
+        if c.entailment is not None:
+            rows.append(
+                f"{_NOTE}entailment: {c.entailment.label} "
+                f"({c.entailment.score:.2f}, {c.entailment.backend})"
+            )
+        if c.text_fragment_url:
+            rows.append(f"{_NOTE}open at passage: {c.text_fragment_url}")
+    lines: list[str] = [title] if title else []
+    lines.append(table(_CITATION_COLUMNS, rows, rstrip=False))
+    lines.append(render_vector(verdict))
+    for f in verdict.findings:
+        lines.append(f"  note: {f.message}")
+    return "\n".join(lines) + "\n"
+
+
+def render_vector(verdict: Verdict) -> str:
+    """The verdict line (every axis: pass / FAIL / n/a, score, advisory), then the failing
+    findings of the axes other than validity (validity's are in the citation table)."""
+    parts = []
+    for name, axis in verdict.axes.items():
+        mark = "n/a" if not axis.evaluated else "pass" if axis.passed else "FAIL"
+        score = f" {axis.score:.2f}" if axis.score is not None else ""
+        gate = "" if axis.gating else " (advisory)"
+        parts.append(f"{name}: {mark}{score}{gate}")
+    head = "PASSED" if verdict.passed else "REJECTED"
+    lines = [f"verdict: {head}  |  " + "  |  ".join(parts)]
+    for axis in verdict.axes.values():
+        for f in axis.findings:
+            if f.axis is not None and f.axis != "validity" and f.severity.value == "error":
+                lines.append(f"  {axis.name}: {f.message}")
+    return "\n".join(lines)
+
+
+def render_result(result: GuardResult) -> str:
+    """Every attempt's verdict, then the run's outcome."""
+    chunks = []
+    for a in result.attempts:
+        chunks.append(render_verdict(a.verdict, title=f"== attempt {a.number} =="))
+    chunks.append(f"outcome: {result.outcome} — {result.message}\n")
+    return "\n".join(chunks)
