@@ -10,9 +10,10 @@ Run: ``python benchmarks/bench_axes.py`` (a few seconds; ``--repeat N`` for stea
    tuned on the even rows (file order, which is sha1-shuffled) and the odd rows are held out;
    both halves, the total and the true-premise subset are reported with a confusion matrix.
 2. **Diversity µs per answer** of :func:`check_diversity` over varied 10-citation answers,
-   with ``CitationReport.domain`` filled in (as the validity stage does) and without (the axis
-   computes registrable domains itself), against a baseline measured in the same run: the
-   bare loop that counts distinct hosts with ``urllib.parse.urlsplit``. Target: < 100 µs.
+   with ``CitationReport.domain`` and the source kind filled in (as the guard does, once,
+   upstream of the axis) and without (the axis computes domains and kinds itself), against a
+   baseline measured in the same run: the bare loop that counts distinct hosts with
+   ``urllib.parse.urlsplit``. Target: < 100 µs.
 3. **score_query µs per pair** over prompt/query pairs, against the same kind of baseline:
    tokenising both strings with one regex.
 """
@@ -35,6 +36,7 @@ from urllib.parse import urlsplit
 from citeguard.checks.diversity import check_diversity, classify_question
 from citeguard.checks.freshness import Regime, classify_freshness
 from citeguard.checks.query import score_query
+from citeguard.checks.sources import with_source_kinds
 from citeguard.models import CitationReport, CitationStatus
 from citeguard.policy import DiversityPolicy
 from citeguard.web.urls import registrable_domain
@@ -76,6 +78,20 @@ def regime_accuracy() -> dict[str, Any] | None:
         "false_premise_only": acc([r for r in results if r[3]]),
         "recall_per_class": per_class,
         "confusion": {g: {p: confusion[(g, p)] for p in LABELS} for g in LABELS},
+        "learned_model": learned_regime_accuracy(),
+    }
+
+
+def learned_regime_accuracy() -> dict[str, Any] | None:
+    """The learned regime model (the default classifier) held out source by source, as
+    benchmarks/train_regime.py last measured it; the rules on the same rows beside it."""
+    path = Path(__file__).resolve().parent / "results" / "train_regime.json"
+    if not path.is_file():
+        return None
+    table = json.loads(path.read_text(encoding="utf-8"))["leave_one_source_out"]
+    return {
+        source: {"model": t["model"]["accuracy"], "rules": t["rules"]["accuracy"]}
+        for source, t in table.items()
     }
 
 
@@ -130,6 +146,8 @@ def make_answers(
             )
             for u in urls
         ]
+        if with_domain:  # the guard classifies each citation once, upstream of the axis
+            reports = with_source_kinds(reports, {})
         answers.append((QUESTIONS[k % len(QUESTIONS)], reports))
     return answers
 
@@ -251,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         print("  " + " " * 12 + "".join(f"{p:>12}" for p in LABELS))
         for g in LABELS:
             print(f"  {g:<12}" + "".join(f"{acc['confusion'][g][p]:>12}" for p in LABELS))
+        for source, t in (acc.get("learned_model") or {}).items():
+            print(f"  learned model, {source} held out: {t['model']:.0%} (rules {t['rules']:.0%})")
     d = results["diversity"]
     print("diversity (10-citation answers):")
     print(f"  check_diversity, domain given   {d['us_per_answer_domain_given']:8.1f} µs/answer")

@@ -234,6 +234,16 @@ def summary_markdown(results: dict[str, Any]) -> str:
                 ["freshness regime accuracy, held-out half", acc["held_out_half"]["accuracy"]]
             )
         lines += _table(["measure", "value"], rows)
+    qs = sc.get("quotes")
+    if qs and "configs" in qs:
+        from benchmarks.bench_quotes import summary_lines
+
+        lines += summary_lines(qs)
+    rp = sc.get("repair")
+    if rp and "by_mode" in rp:
+        from benchmarks.bench_repair import summary_lines as repair_lines
+
+        lines += repair_lines(rp)
     skipped = [f"- {k}: {v['skipped']}" for k, v in sc.items() if "skipped" in v]
     if skipped:
         lines += ["## Skipped", "", *skipped, ""]

@@ -1073,6 +1073,88 @@ async def axes(cfg: Config, ctx: Context) -> dict[str, Any]:
     }
 
 
+# --------------------------------------------------------------------------------------------
+# 8. Whole-guard false rejects of verbatim quotes (bench_quotes)
+# --------------------------------------------------------------------------------------------
+
+
+async def quotes(cfg: Config, ctx: Context) -> dict[str, Any]:
+    """Verbatim quotes of real pages, bare, framed, as an inline link, with added content and
+    with a dropped negation, through the default guard and with entailment off
+    (``bench_quotes``)."""
+    from benchmarks import bench_quotes
+
+    return await bench_quotes.scenario(cfg, ctx)
+
+
+# --------------------------------------------------------------------------------------------
+# 9. Publication dates per subset (bench_dates)
+# --------------------------------------------------------------------------------------------
+
+
+async def dates(cfg: Config, ctx: Context) -> dict[str, Any]:
+    """Publication-date accuracy per subset of the shared dates set, citeguard against htmldate
+    in the same run, on a tuning and a held-out half, and the extraction time per page
+    (``bench_dates.run``)."""
+    if not (DATA / "dates" / "dates.jsonl").is_file():
+        return {"skipped": f"shared data absent ({DATA}/dates)"}
+    from benchmarks import bench_dates
+
+    res = await asyncio.to_thread(
+        bench_dates.run, cfg.reps(3, 1), bench_dates.DATA, cfg.pick(None, 60, 4)
+    )
+    res.pop("pages_detail", None)
+    table = res["table"]
+    margin = min(
+        table[name][half]["citeguard"]["accuracy"] - table[name][half]["htmldate"]["accuracy"]
+        for name in table
+        for half in ("tuning", "held_out", "both")
+        if table[name][half]["citeguard"]["n"]
+    )
+    overall = table["all"]["both"]["citeguard"]["accuracy"]
+    median = float(res["time"]["extract_page"].get("median_ms", math.nan))
+    res["targets"] = [
+        target(
+            "date accuracy − htmldate's, worst subset and half",
+            ">= 0",
+            round(margin, 4),
+            margin >= 0,
+        ),
+        target("date accuracy, all pages", ">= 0.93", overall, overall >= 0.93),
+        target("extract_page median per page, dates set (ms)", "<= 2.0", median, median <= 2.0),
+    ]
+    return res
+
+
+# --------------------------------------------------------------------------------------------
+# Verifying while the answer streams (bench_stream)
+# --------------------------------------------------------------------------------------------
+
+
+async def stream(cfg: Config, ctx: Context) -> dict[str, Any]:
+    """``Guard.stream`` on a timed stream of 10 citations: last chunk → verdict against the
+    remaining fetch time of the last-cited URL, beside ``check()`` after the stream
+    (``bench_stream``)."""
+    from benchmarks import bench_stream
+
+    return await bench_stream.scenario(cfg, ctx)
+
+
+# --------------------------------------------------------------------------------------------
+# Repair before regenerate (bench_repair)
+# --------------------------------------------------------------------------------------------
+
+
+async def repair(cfg: Config, ctx: Context) -> dict[str, Any]:
+    """Scripted agents whose first answer cites a dead or wrong URL while their searches hold
+    the right page: answer-function calls and wall time under ``Policy(repair="off" |
+    "citations" | "full")``, and the share of repairs a fresh ``check()`` confirms
+    (``bench_repair``)."""
+    from benchmarks import bench_repair
+
+    return await bench_repair.scenario(cfg, ctx)
+
+
 # Run order: the in-flight scenario first, so its memory growth is not hidden under the peak
 # that loading the entailment model leaves behind.
 SCENARIOS: dict[str, Scenario] = {
@@ -1083,4 +1165,8 @@ SCENARIOS: dict[str, Scenario] = {
     "extract": extraction,
     "entail": entailment,
     "axes": axes,
+    "quotes": quotes,
+    "dates": dates,
+    "stream": stream,
+    "repair": repair,
 }

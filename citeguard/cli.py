@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from citeguard.errors import CiteguardError
 from citeguard.models import Verdict
@@ -110,13 +110,14 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     from citeguard.web.fetch import StaticResolver
 
     if args.file == "-":
-        text = sys.stdin.read()
+        data = sys.stdin.buffer.read()
     else:
         path = Path(args.file)
         if not path.is_file():
             print(f"citeguard: error: no such file: {path}", file=sys.stderr)
             return EXIT_USAGE
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = path.read_bytes()
+    answer = _answer_of(data)
     fetch_kwargs: dict[str, object] = {"allow_private_addresses": args.allow_private}
     if args.timeout is not None:
         fetch_kwargs["url_timeout"] = args.timeout
@@ -131,7 +132,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 
     async def go() -> Verdict:
         async with Guard(policy, resolver=resolver) as guard:
-            return await guard.check(text, question=args.question)
+            return await guard.check(answer, question=args.question)
 
     verdict = asyncio.run(go())
     if args.json:
@@ -139,6 +140,23 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     else:
         out.write(render_verdict(verdict))
     return EXIT_PASS if verdict.passed else EXIT_FAIL
+
+
+def _answer_of(data: bytes) -> Any:
+    """The answer in a file: JSON (a structured ``[{claim, url, quote}]`` list, or a provider's
+    response object) when it parses as a JSON array or object, else text. An empty or binary
+    file is text with no citations, which fails the gate."""
+    head = data.lstrip()[:1]
+    if head in (b"[", b"{"):
+        try:
+            parsed = json.loads(data)
+        except (ValueError, RecursionError):
+            parsed = None
+        if isinstance(parsed, list | dict):
+            return parsed
+    if b"\x00" in data[:8192]:
+        print("citeguard: warning: the answer file looks binary", file=sys.stderr)
+    return data.decode("utf-8", errors="replace")
 
 
 def _report(path: Path, out: TextIO) -> int:

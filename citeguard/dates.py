@@ -8,7 +8,9 @@
 * :func:`parse_human_date` reads a day written out in words: "2 December 2026", "Dec 2, 2026";
 * :data:`DATE_PATTERN` and :func:`date_from_match` find a date inside prose (the recency caveat
   "as of 2 December 2026"), with the granularity it was written to;
-* :func:`parse_pdf_date` reads a PDF info-dictionary date (``D:20210315103000+01'00'``).
+* :func:`parse_pdf_date` reads a PDF info-dictionary date (``D:20210315103000+01'00'``);
+* :func:`parse_relative_date` reads an age against a clock ("3 days ago", "1 week ago",
+  "yesterday"), as search APIs write it (Serper, SerpAPI, Brave's ``age``).
 
 Every result is timezone-aware: a date that names no offset is taken in ``default_tz`` (UTC).
 Every pattern is anchored or bounded, and inputs are cut to :data:`MAX_DATE_CHARS` first, so a
@@ -33,6 +35,7 @@ __all__ = [
     "parse_human_date",
     "parse_iso",
     "parse_pdf_date",
+    "parse_relative_date",
 ]
 
 #: A date field is short; anything past this is not part of it.
@@ -262,3 +265,66 @@ def parse_pdf_date(raw: Any) -> datetime | None:
             return None  # an offset timezone() cannot hold: no date rather than a crash
         tz = timezone(offset if sign == "+" else -offset)
     return make_date(int(y), int(mo or 1), int(d or 1), tz, int(h or 0), int(mi or 0), int(s or 0))
+
+
+# --------------------------------------------------------------------------------------------
+# Ages: "3 days ago"
+# --------------------------------------------------------------------------------------------
+
+_RELATIVE_RE = re.compile(
+    r"(?P<n>\d{1,4}|an?|one)\s*(?P<unit>s(?:ec(?:ond)?s?)?|m(?:in(?:ute)?s?)?|h(?:(?:ou)?rs?)?"
+    r"|d(?:ays?)?|w(?:(?:ee)?ks?)?|mo(?:nths?)?|y(?:(?:ea)?rs?)?)\.?\s+ago",
+    re.IGNORECASE,
+)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def _months_before(now: datetime, months: int) -> datetime | None:
+    """``now`` moved ``months`` calendar months back (the day clamped to the month's length);
+    None before year 1."""
+    total = now.year * 12 + (now.month - 1) - months
+    year, month = divmod(total, 12)
+    if year < 1:
+        return None
+    day = now.day
+    while day > 28:
+        try:
+            return now.replace(year=year, month=month + 1, day=day)
+        except ValueError:
+            day -= 1
+    return now.replace(year=year, month=month + 1, day=day)
+
+
+def parse_relative_date(text: str, *, now: datetime | None) -> datetime | None:
+    """An age written relative to ``now``: "3 days ago", "1 week ago", "an hour ago",
+    "2 mins ago", "5 months ago", "yesterday", "today", "just now".
+
+    The whole string must be the age (surrounding whitespace and a leading "about"/"over" are
+    ignored). Months and years are calendar steps back from ``now``. ``now`` is the caller's
+    clock (the Guard's injected one); without it an age names no date and the result is None.
+    """
+    if now is None:
+        return None
+    s = " ".join(text.strip()[:MAX_DATE_CHARS].lower().split())
+    for lead in ("about ", "over ", "almost ", "nearly "):
+        if s.startswith(lead):
+            s = s[len(lead) :]
+    now = as_aware(now)
+    if s in ("today", "just now", "now"):
+        return now
+    if s == "yesterday":
+        return now - timedelta(days=1)
+    m = _RELATIVE_RE.fullmatch(s)
+    if m is None:
+        return None
+    raw_n = m.group("n")
+    n = 1 if not raw_n.isdigit() else int(raw_n)
+    unit = m.group("unit")
+    if unit.startswith("mo"):
+        return _months_before(now, n)
+    if unit.startswith("y"):
+        return _months_before(now, 12 * n)
+    try:
+        return now - timedelta(seconds=n * _UNIT_SECONDS[unit[0]])
+    except OverflowError:
+        return None

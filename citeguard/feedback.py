@@ -7,10 +7,14 @@ them, for ``Policy.on_fail="strip"``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from citeguard.checks.registry import CHECKS
 from citeguard.models import Answer, Finding, Severity, UrlSet, Verdict
+from citeguard.web.urls import normalize_all
 
 
 class Feedback(BaseModel):
@@ -64,25 +68,31 @@ def _feeds_back_when_advisory(axis: str) -> bool:
     return check is not None and check.feeds_back_when_advisory
 
 
-def strip_answer(answer: Answer, offending_urls: frozenset[str]) -> tuple[str, int, int]:
-    """Remove failing citations, and claims that relied only on them.
+class Stripped(NamedTuple):
+    """An answer with its failing citations removed."""
 
-    Returns (text, claims removed, citation markers removed). Offending URLs may be given raw or
-    normalised.
-    """
+    text: str
+    claims: list[str]  # the text of each claim removed (it relied only on failing citations)
+    urls: list[str]  # the URLs of the citations removed, in answer order, once each
+    claims_left: int  # cited or not
+
+
+def strip_answer(answer: Answer, offending_urls: frozenset[str]) -> Stripped:
+    """Remove failing citations, and claims that relied only on them. Offending URLs may be
+    given raw or normalised."""
     bad = {
         i
         for i, c in enumerate(answer.citations)
         if c.url in offending_urls or (c.normalized_url or "") in offending_urls
     }
     cuts: list[tuple[int, int]] = []
-    removed_claims = 0
+    removed_claims: list[str] = []
     for claim in answer.claims:
         if not claim.citation_indices:
             continue
         if all(i in bad for i in claim.citation_indices):
             cuts.append((claim.start, claim.end))
-            removed_claims += 1
+            removed_claims.append(claim.text)
     in_cut = [
         i
         for i in bad
@@ -107,7 +117,30 @@ def strip_answer(answer: Answer, offending_urls: frozenset[str]) -> tuple[str, i
         kept_lines.append(line)
     text = "".join(kept_lines)
     text = "\n".join(" ".join(part.split(" ")).rstrip() for part in text.split("\n")).strip()
-    return text, removed_claims, len(in_cut)
+    urls = list(dict.fromkeys(answer.citations[i].url for i in sorted(bad)))
+    return Stripped(text, removed_claims, urls, len(answer.claims) - len(removed_claims))
+
+
+def strip_structured(
+    items: Sequence[Mapping[str, Any]], offending_urls: frozenset[str]
+) -> tuple[list[dict[str, Any]], Stripped]:
+    """The items of a structured answer without their failing URLs; an item left with no URL
+    is removed with its claim."""
+    bad = set(offending_urls) | normalize_all(offending_urls)
+    kept: list[dict[str, Any]] = []
+    claims: list[str] = []
+    urls: list[str] = []
+    for item in items:
+        raw = item.get("url")
+        item_urls = [raw] if isinstance(raw, str) else list(raw or [])
+        good = [u for u in item_urls if u not in bad and not (normalize_all([u]) & bad)]
+        urls.extend(u for u in item_urls if u not in good and u not in urls)
+        if item_urls and not good:
+            claims.append(str(item.get("claim", "")))
+            continue
+        kept.append({**item, "url": good if isinstance(raw, list) else (good[0] if good else raw)})
+    text = "\n".join(str(i.get("claim", "")) for i in kept)
+    return kept, Stripped(text, claims, urls, len(kept))
 
 
 def _looks_like_reference(line: str) -> bool:

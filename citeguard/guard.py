@@ -14,6 +14,7 @@ import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Executor
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
 
@@ -21,20 +22,41 @@ from citeguard.checks.base import CheckContext
 from citeguard.checks.entail import Entailer, make_entailer
 from citeguard.checks.freshness import JudgeFreshnessClassifier, RegimeClassifier
 from citeguard.checks.judge import judge_for
+from citeguard.checks.judge_usage import JudgeMeter, judge_run
 from citeguard.checks.registry import build_checks
 from citeguard.checks.sources import with_source_kinds
-from citeguard.checks.validity import check_validity
+from citeguard.checks.validity import EarlyValidity, ScoreCache, check_validity, uncited_references
 from citeguard.errors import CitationRejected, PolicyError
 from citeguard.extract_stage import ExtractStage
 from citeguard.loop import ON_FAIL, AnswerFn, regenerate
-from citeguard.models import Answer, GuardResult, Regime, SearchRecord, Verdict
+from citeguard.models import (
+    Answer,
+    FetchResult,
+    FreshnessClass,
+    GuardResult,
+    Page,
+    Regime,
+    SearchRecord,
+    Verdict,
+)
 from citeguard.parse import parse_answer
 from citeguard.policy import Policy
+from citeguard.providers.resolve import resolve_answer
 from citeguard.recording import recording_run, run_searches, wrap_search
+from citeguard.repair import repairer_for
 from citeguard.snapshot import SnapshotFetcher, SnapshotMode, SnapshotStore, prepare_snapshot
+from citeguard.stream import (
+    ChunkSource,
+    EventStream,
+    StreamAnswerFn,
+    StreamMode,
+    stream_answer,
+    stream_run,
+)
 from citeguard.trace import Tracing
 from citeguard.verdict import build_verdict
 from citeguard.web.fetch import Fetcher, Resolver
+from citeguard.web.soft404 import CatchAllProbes
 from citeguard.web.urls import normalize_all
 
 P = ParamSpec("P")
@@ -42,6 +64,7 @@ T = TypeVar("T")
 
 _DEFAULT: Any = object()
 _INLINE_PARSE_CHARS = 4_000  # measured: a 10 kB answer parses in ~4 ms
+_INLINE_PARSE_ITEMS = 100  # structured items parsed on the event loop, at most
 
 
 class Guard:
@@ -95,6 +118,8 @@ class Guard:
         )
         self._snapshot_ready = False
         self._checks = build_checks(self.policy)
+        # entailment scores by (backend, claim, evidence): later attempts reuse earlier ones
+        self._scores = ScoreCache()
         self._regimes = RegimeClassifier(
             judge_for(
                 self.policy,
@@ -119,6 +144,7 @@ class Guard:
         warm = getattr(entailer, "warm_up", None)
         if warm is not None:
             await warm()
+        await self._regimes.warm_up()  # the regime model, when the freshness axis uses one
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
@@ -163,57 +189,114 @@ class Guard:
 
     async def check(
         self,
-        answer: str | Sequence[Mapping[str, Any]],
+        answer: str | Sequence[Mapping[str, Any]] | object,
         *,
         question: str = "",
-        searches: Sequence[SearchRecord] | None = None,
+        searches: Sequence[SearchRecord | Any] | None = None,
         exclude_urls: frozenset[str] | set[str] = frozenset(),
+        references: Sequence[Any] | Mapping[Any, Any] | None = None,
+        documents: Mapping[int | str, str] | None = None,
     ) -> Verdict:
-        """Run the four-axis gate on an answer you already have."""
+        """Run the four-axis gate on an answer you already have.
+
+        ``answer``: text, structured items, or a provider response (OpenAI, Anthropic, Gemini,
+        Perplexity: :mod:`citeguard.providers`). ``searches``: records, or search responses in
+        any shape :func:`~citeguard.search.normalize_search_results` reads (a ``(query,
+        response)`` pair names the query). ``references`` and ``documents``: see
+        :func:`~citeguard.parse.parse_answer`."""
         t0 = time.perf_counter()
+        shown = _as_text(answer)
         searches = run_searches() if searches is None else list(searches)
         await self._prepare_snapshot()
         policy = self.policy
-        with self.tracing.span("citeguard.check", kind="GUARDRAIL", input=_as_text(answer)) as sp:
+        with (
+            self._judge_run() as judged,
+            self.tracing.span("citeguard.check", kind="GUARDRAIL", input=shown) as sp,
+        ):
             # parse
-            parsed = await self._parse(answer)
+            parsed = await self._parse(answer, references=references, documents=documents)
+            # provider redirects resolved; the searches the response reports joined to the run's
+            parsed, searches = await resolve_answer(
+                parsed,
+                searches,
+                policy=policy.fetch,
+                resolver=self._resolver,
+                sleep=self._sleep,
+                store=self.cache,
+                mode=self.snapshot_mode,
+                now=self._now(),
+            )
             excluded = normalize_all(exclude_urls)
-            urls = [u for u in parsed.urls if u not in excluded]
+            # the uncited entries of a reference list are shown to the user: fetched too
+            listed = [u for u in uncited_references(parsed) if u not in excluded]
+            urls = [u for u in parsed.urls if u not in excluded] + listed
             now = self._now()
-            regime = await self._regimes.classify(question, now=now)
+            # the question's regime is classified while the first pages are fetched; pages
+            # wait for it only to know whether they need the date fallback
+            regime_task = asyncio.ensure_future(self._regimes.classify(question, now=now))
+            dates = asyncio.ensure_future(_dates_wanted(regime_task, policy))
             # fetch, each page's extraction starting as soon as its body arrives
             need_body = policy.passage.check_passages or (
                 policy.entailment.check_entailment and policy.entailment.backend != "none"
             )
-            dates = policy.freshness.enabled and regime.regime is not Regime.INSENSITIVE
-            with self.tracing.span("citeguard.fetch", kind="TOOL", input=f"{len(urls)} URLs") as fs:
-                fetched, early = await self._pages.fetch(
-                    self._get_fetcher(),
-                    urls,
-                    want_body=need_body,
-                    date_fallback=dates,
-                    deadline=policy.fetch.answer_deadline,
+            # each page is verified and handed to the entailer as soon as it is extracted
+            entailer = self._get_entailer()
+            begun = EarlyValidity(
+                parsed, policy=policy, entailer=entailer, excluded=excluded, cache=self._scores
+            )
+            probes = self._catch_all_probes() if policy.fetch.soft_404_probe else None
+
+            def arrived(url: str, res: FetchResult, job: asyncio.Future[Any]) -> None:
+                begun.page_arrived(url, res, job)
+                if probes is not None:
+                    probes.watch(url, job)
+
+            try:
+                with self.tracing.span(
+                    "citeguard.fetch", kind="TOOL", input=f"{len(urls)} URLs"
+                ) as fs:
+                    fetched, early = await self._pages.fetch(
+                        self._get_fetcher(),
+                        urls,
+                        want_body=need_body,
+                        date_fallback=dates,
+                        deadline=policy.fetch.answer_deadline,
+                        on_page=arrived,
+                    )
+                # extract
+                extracted = (
+                    await self._pages.extract_all(fetched, date_fallback=dates, early=early)
+                    if need_body
+                    else {}
                 )
-            # extract
-            extracted = (
-                await self._pages.extract_all(fetched, date_fallback=dates, early=early)
-                if need_body
-                else {}
-            )
-            pages = {u: e.page for u, e in extracted.items()}
-            # verify each citation: resolves, passage present, claim entailed
-            retrieved = (
-                normalize_all({r.url for s in searches for r in s.results}) if searches else None
-            )
-            cited = await check_validity(
-                parsed,
-                fetched,
-                extracted,
-                policy=policy,
-                entailer=self._get_entailer(),
-                excluded=excluded,
-                retrieved=retrieved,
-            )
+                pages = {u: e.page for u, e in extracted.items()}
+                soft_404s = await probes.matches(pages) if probes and need_body else {}
+                # verify each citation: resolves, passage present, claim entailed
+                retrieved = (
+                    normalize_all({r.url for s in searches for r in s.results})
+                    if searches
+                    else None
+                )
+                cited = await check_validity(
+                    parsed,
+                    fetched,
+                    extracted,
+                    policy=policy,
+                    entailer=entailer,
+                    excluded=excluded,
+                    retrieved=retrieved,
+                    early=begun,
+                    cache=self._scores,
+                    soft_404s=soft_404s,
+                )
+                regime = await regime_task
+            except BaseException:
+                begun.cancel()
+                if probes is not None:
+                    probes.cancel()
+                regime_task.cancel()
+                dates.cancel()
+                raise
             citations = with_source_kinds(cited.citations, pages)
             self.tracing.citation_spans(citations, fetch_span=fs)
             # run the checks
@@ -240,9 +323,26 @@ class Guard:
                 regime=regime.regime.value,
                 elapsed_ms=(time.perf_counter() - t0) * 1000.0,
                 replay=self.snapshot_mode is SnapshotMode.REPLAY,
+                judge_usage=judged.usage(),
             )
             self.tracing.record_verdict(sp, verdict)
             return verdict
+
+    def _catch_all_probes(self) -> CatchAllProbes:
+        """Soft-404 probes of one check (lychee's made-up path), through the fetcher and the
+        extract stage, so snapshots record them."""
+        fetch = functools.partial(
+            self._pages.fetch_page, self._get_fetcher(), deadline=self.policy.fetch.url_timeout
+        )
+        return CatchAllProbes(fetch)
+
+    async def _catch_all_pages(self, pages: Mapping[str, Page]) -> dict[str, str]:
+        return await self._catch_all_probes().matches(pages)
+
+    def _judge_run(self) -> AbstractContextManager[JudgeMeter]:
+        # one run's judge budget, usage, snapshot layer and LLM spans (checks/judge_usage.py)
+        policy, store, mode = self.policy, self.cache, self.snapshot_mode
+        return judge_run(budget=policy.cost_budget, store=store, mode=mode, span=self.tracing.span)
 
     async def _prepare_snapshot(self) -> None:
         # once per Guard: in refresh mode every page of this Guard's runs lands in one new version
@@ -250,15 +350,20 @@ class Guard:
             self._snapshot_ready = True
             await prepare_snapshot(self.cache, self.snapshot_mode)
 
-    async def _parse(self, answer: str | Sequence[Mapping[str, Any]]) -> Answer:
+    async def _parse(self, answer: object, **sources: Any) -> Answer:
         schemes = self.policy.fetch.allowed_schemes
-        if isinstance(answer, str) and len(answer) > _INLINE_PARSE_CHARS:
+        if isinstance(answer, str):
+            offload = len(answer) > _INLINE_PARSE_CHARS
+        else:
+            offload = isinstance(answer, Sequence) and not isinstance(answer, bytes | bytearray)
+            offload = offload and len(answer) > _INLINE_PARSE_ITEMS  # type: ignore[arg-type]
+        if offload:
             # long answers cost more than a millisecond to parse: keep them off the event loop
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(
-                None, functools.partial(parse_answer, answer, allowed_schemes=schemes)
+                None, functools.partial(parse_answer, answer, allowed_schemes=schemes, **sources)
             )
-        return parse_answer(answer, allowed_schemes=schemes)
+        return parse_answer(answer, allowed_schemes=schemes, **sources)
 
     # ------------------------------------------------------------------ searches
 
@@ -273,6 +378,7 @@ class Guard:
             tracing=self.tracing,
             store=self.cache,
             mode=self.snapshot_mode,
+            now=self._now,
         )
 
     # ------------------------------------------------------------------ the loop
@@ -291,42 +397,101 @@ class Guard:
         (:mod:`citeguard.loop`). Exceptions raised by ``answer_fn`` propagate unchanged."""
 
         async def recheck(
-            text: str, q: str, searches: list[SearchRecord] | None, exclude: frozenset[str]
+            answer: str | Sequence[Mapping[str, Any]] | object,
+            q: str,
+            searches: list[SearchRecord] | None,
+            exclude: frozenset[str],
         ) -> Verdict:
-            return await self.check(text, question=q, searches=searches, exclude_urls=exclude)
+            return await self.check(answer, question=q, searches=searches, exclude_urls=exclude)
 
-        # the run span carries the question's regime (judged once; every check reuses it)
-        regime = await self._regimes.classify(question, now=self._now())
-        with (
-            recording_run() as searches,
-            self.tracing.span(
+        with recording_run() as searches, self._judge_run():
+            # the run span carries the question's regime (judged once, inside the run's judge
+            # budget and snapshot; every check reuses it)
+            regime = await self._regimes.classify(question, now=self._now())
+            with self.tracing.span(
                 "citeguard.run",
                 kind="GUARDRAIL",
                 input=question,
                 question=question,
                 regime=regime.regime.value,
-            ) as root,
-        ):
-            result = await regenerate(
-                answer_fn,
-                question,
-                kwargs,
-                policy=self.policy,
-                recheck=recheck,
-                tracing=self.tracing,
-                searches=searches,
-                replay=self.snapshot_mode is SnapshotMode.REPLAY,
-            )
-            self.tracing.record_result(root, result)
+            ) as root:
+                result = await regenerate(
+                    answer_fn,
+                    question,
+                    kwargs,
+                    policy=self.policy,
+                    recheck=recheck,
+                    tracing=self.tracing,
+                    searches=searches,
+                    replay=self.snapshot_mode is SnapshotMode.REPLAY,
+                    repair=repairer_for(
+                        self.policy,
+                        fetcher=self._get_fetcher,
+                        pages=self._pages,
+                        entailer=self._get_entailer(),
+                        scores=self._scores,
+                        tracing=self.tracing,
+                        recheck=recheck,
+                        replay=self.snapshot_mode is SnapshotMode.REPLAY,
+                    ),
+                )
+                self.tracing.record_result(root, result)
         if not result.passed and ON_FAIL[self.policy.on_fail].raises:
             raise CitationRejected(result.message or "the answer failed the citation guard", result)
         return result
 
+    # ------------------------------------------------------------------ streaming
 
-def _as_text(answer: str | Sequence[Mapping[str, Any]]) -> str:
+    def stream(
+        self,
+        chunks: ChunkSource,
+        *,
+        question: str = "",
+        mode: StreamMode = "hold",
+        searches: Sequence[SearchRecord] | None = None,
+        exclude_urls: frozenset[str] | set[str] = frozenset(),
+    ) -> EventStream:
+        """Verify an answer while it streams (:mod:`citeguard.stream`): ``async for event in
+        guard.stream(chunks, question=...)`` yields released and held text, each citation's
+        status as it lands, and last the verdict, equal to :meth:`check` on the whole text."""
+        return stream_answer(
+            self, chunks, question=question, mode=mode, searches=searches, exclude_urls=exclude_urls
+        )
+
+    def stream_run(
+        self,
+        answer_stream_fn: StreamAnswerFn,
+        question: str,
+        /,
+        *,
+        mode: StreamMode = "hold",
+        **kwargs: Any,
+    ) -> EventStream:
+        """:meth:`run` with an answer function that streams: each attempt's events, then a
+        ``StreamResult`` with the :class:`GuardResult` (:func:`citeguard.stream.stream_run`)."""
+        return stream_run(self, answer_stream_fn, question, mode=mode, **kwargs)
+
+
+async def _dates_wanted(regime: asyncio.Future[FreshnessClass], policy: Policy) -> bool:
+    """Whether pages need the htmldate fallback: only when freshness matters to the question."""
+    return policy.freshness.enabled and (await regime).regime is not Regime.INSENSITIVE
+
+
+def _as_text(answer: object) -> str:
+    """What the trace shows of an answer: never an exception (a repr nested too deep to print)
+    and never a copy of a huge body; parse_answer reports a bad answer as a finding."""
     if isinstance(answer, str):
         return answer
-    return repr(list(answer))[:4000]
+    if isinstance(answer, bytes | bytearray | memoryview):
+        return f"<{type(answer).__name__} of {len(answer)} bytes>"
+    text = getattr(answer, "text", None)  # a ProviderAnswer
+    if isinstance(text, str):
+        return text[:4000]
+    try:
+        shown = list(answer) if isinstance(answer, Sequence) else answer
+        return repr(shown)[:4000]
+    except Exception:
+        return f"<{type(answer).__name__}>"
 
 
 __all__ = ["Guard"]

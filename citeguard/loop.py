@@ -2,7 +2,10 @@
 
 Attempt → verdict → on failure, call the answer function again with the offending URLs
 excluded and the findings as feedback, within ``max_attempts``, the time budget and the cost
-budget. When no attempt passes, the ``Policy.on_fail`` strategy decides what the user gets:
+budget. Before each new call, the Guard's ``repair`` hook (:mod:`citeguard.repair`,
+``Policy.repair``) may mend the failing answer from pages the run already holds; a repaired
+answer that passes is the result (outcome ``"repaired"``), with no call made. When no attempt
+passes, the ``Policy.on_fail`` strategy decides what the user gets:
 
 * ``return`` (:class:`ReturnBest`): the best attempt (fewest failing gating axes, then fewest
   offenders, then the latest), marked failed;
@@ -20,19 +23,26 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from citeguard.feedback import Feedback, render_feedback, strip_answer
+from citeguard.feedback import Feedback, render_feedback, strip_answer, strip_structured
 from citeguard.models import Attempt, GuardResult, SearchRecord, Synthesis, Verdict
 from citeguard.parse import parse_answer
 from citeguard.policy import Policy
+from citeguard.providers.dispatch import read_provider
+from citeguard.repair import RepairFn
 from citeguard.trace import Tracing
 
-AnswerFn = Callable[..., Awaitable[str | Synthesis] | str | Synthesis]
-# re-run the gate on an answer text: (text, question, searches, exclude_urls) -> Verdict;
+# an answer function returns text, a Synthesis, structured items, or a provider response (an
+# OpenAI, Anthropic, Gemini or Perplexity SDK object or its dict: citeguard.providers)
+AnswerFn = Callable[..., Awaitable[str | Synthesis | Any] | str | Synthesis | Any]
+# re-run the gate on an answer: (answer, question, searches, exclude_urls) -> Verdict;
 # searches None: the run's recorded searches
-Recheck = Callable[[str, str, list[SearchRecord] | None, frozenset[str]], Awaitable[Verdict]]
+Recheck = Callable[
+    [str | Sequence[Mapping[str, Any]] | object, str, list[SearchRecord] | None, frozenset[str]],
+    Awaitable[Verdict],
+]
 
 
 class OnFail(Protocol):
@@ -72,6 +82,8 @@ class ReturnBest:
             attempts=attempts,
             outcome="failed",
             message=why,
+            structured=best.structured,
+            repairs=best.repairs,
         )
 
 
@@ -80,6 +92,9 @@ class RaiseBest(ReturnBest):
 
 
 class Strip:
+    """The last answer without its failing citations and the claims that relied only on them,
+    re-checked. An answer with no claim left is not a pass, whatever its re-check says."""
+
     raises = False
 
     def max_attempts(self, policy: Policy) -> int:
@@ -87,22 +102,49 @@ class Strip:
 
     async def finish(self, attempts: list[Attempt], why: str, recheck: Recheck) -> GuardResult:
         last = attempts[-1]
-        text, n_claims, n_marks = strip_answer(
-            parse_answer(last.answer), last.verdict.offending_urls
-        )
-        note = (
-            f"[citeguard removed {n_claims} claim(s) and {n_marks} citation(s) "
-            "whose sources failed verification]"
-        )
-        text = f"{text}\n\n{note}" if text else note
-        verdict = await recheck(text, "", None, frozenset())
+        offenders = frozenset(last.verdict.offending_urls)
+        structured: list[dict[str, Any]] | None = None
+        if last.structured is not None:
+            structured, stripped = strip_structured(last.structured, offenders)
+            verdict = await recheck(structured, "", None, frozenset())
+            text = stripped.text
+        else:
+            parsed = parse_answer(last.answer)
+            in_text = {c.url for c in parsed.citations} | {f.url for f in parsed.findings}
+            in_text |= {c.normalized_url for c in parsed.citations}
+            if not offenders <= in_text:
+                # the failing citations are a provider response's citation objects, not part
+                # of its text: nothing can be cut from the text, so the best attempt stands
+                best = await ReturnBest().finish(attempts, why, recheck)
+                return best.model_copy(
+                    update={
+                        "message": f"{why}; the failing citations are not in the answer's text "
+                        "(a provider response), so nothing was stripped"
+                    }
+                )
+            stripped = strip_answer(parsed, offenders)
+            note = (
+                f"[citeguard removed {len(stripped.claims)} claim(s) and "
+                f"{len(stripped.urls)} source(s) that failed verification]"
+            )
+            text = f"{stripped.text}\n\n{note}" if stripped.text else note
+            verdict = await recheck(text, "", None, frozenset())
+        nothing_left = stripped.claims_left == 0
+        removed = f"stripped {len(stripped.claims)} claim(s) and {len(stripped.urls)} source(s)"
+        if nothing_left:
+            removed += "; nothing is left of the answer"
         return GuardResult(
             answer=text,
-            passed=verdict.passed,
+            passed=verdict.passed and not nothing_left,
             verdict=verdict,
             attempts=attempts,
             outcome="stripped",
-            message=f"{why}; stripped {n_claims} claim(s) and {n_marks} citation(s)",
+            message=f"{why}; {removed}"
+            + ("; nothing is left of the answer" if nothing_left else ""),
+            structured=structured,
+            removed_claims=stripped.claims,
+            removed_urls=stripped.urls,
+            repairs=last.repairs,
         )
 
 
@@ -118,6 +160,7 @@ class Report:
             answer=last.answer,
             passed=False,
             verdict=last.verdict,
+            structured=last.structured,
             attempts=attempts,
             outcome="reported",
             message="the answer failed the gate; findings are reported, nothing regenerated",
@@ -143,6 +186,7 @@ async def regenerate(
     tracing: Tracing,
     searches: list[SearchRecord],
     replay: bool,
+    repair: RepairFn | None = None,
 ) -> GuardResult:
     """Run the loop for one question; ``searches`` is the run's live list of recorded searches."""
     strategy = ON_FAIL[policy.on_fail]
@@ -172,9 +216,9 @@ async def regenerate(
             },
         ) as llm_span:
             out = await _call(answer_fn, question, call_kwargs)
-            synth = out if isinstance(out, Synthesis) else Synthesis(text=str(out))
+            synth, answer, structured = _answer_of(out)
             tracing.record_llm(llm_span, synth)
-        verdict = await recheck(synth.text, question, searches[:], frozenset(excluded))
+        verdict = await recheck(answer, question, searches[:], frozenset(excluded))
         attempts.append(
             Attempt(
                 number=number,
@@ -185,6 +229,7 @@ async def regenerate(
                 searches=searches[searches_before:],
                 elapsed_ms=0.0 if replay else (time.perf_counter() - t0) * 1000.0,
                 cost=synth.cost,
+                structured=structured,
             )
         )
         total_cost += synth.cost or 0.0
@@ -196,9 +241,23 @@ async def regenerate(
                 attempts=attempts,
                 outcome="passed",
                 message=f"passed on attempt {number}",
+                structured=structured,
             )
         excluded |= set(verdict.offending_urls)
         feedback = render_feedback(verdict, attempt=number, exclude_urls=frozenset(excluded))
+        if repair is not None:
+            # mend what the run already holds the fix for; regenerate only for what remains
+            left = (
+                None
+                if policy.time_budget is None
+                else policy.time_budget - (time.perf_counter() - start)
+            )
+            fixed = await repair(attempts, question, searches[:], left)
+            if fixed.attempt is not None:
+                attempts.append(fixed.attempt)
+                if fixed.passed:
+                    return fixed.result(attempts)
+            feedback = fixed.feedback(feedback, exclude_urls=frozenset(excluded))
         elapsed = time.perf_counter() - start
         if policy.time_budget is not None and elapsed >= policy.time_budget:
             stop_reason = f"time budget of {policy.time_budget:g}s spent after {number} attempt(s)"
@@ -207,6 +266,25 @@ async def regenerate(
             stop_reason = f"cost budget of {policy.cost_budget:g} spent after {number} attempt(s)"
             break
     return await strategy.finish(attempts, stop_reason, recheck)
+
+
+def _answer_of(out: object) -> tuple[Synthesis, object, Any]:
+    """(its synthesis, the answer to check, the structured items or None) of what an answer
+    function returned: a ``Synthesis``, text, a structured list of {claim, url, quote}
+    items, which is checked as structure (never as its ``str()``), or a provider response,
+    checked with its citation objects (its text and usage are the synthesis)."""
+    if isinstance(out, Synthesis):
+        return out, out.text, None
+    provider = read_provider(out)
+    if provider is not None:
+        return provider.synthesis(), provider, None
+    if isinstance(out, str):
+        return Synthesis(text=out), out, None
+    if isinstance(out, Sequence) and not isinstance(out, bytes | bytearray):
+        items = [dict(i) if isinstance(i, Mapping) else i for i in out]
+        text = parse_answer(items).text
+        return Synthesis(text=text), items, items
+    return Synthesis(text=str(out)), str(out), None
 
 
 def _accepts(fn: Callable[..., Any], name: str) -> bool:

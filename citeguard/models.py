@@ -44,6 +44,7 @@ class CitationStatus(StrEnum):
     OK = "ok"
     # broken: the link itself is bad
     NOT_FOUND = "not_found"  # 404
+    SOFT_404 = "soft_404"  # a 200 page that says it is not found
     GONE = "gone"  # 410
     HTTP_ERROR = "http_error"  # any other 4xx/5xx after retries
     UNREACHABLE = "unreachable"  # NXDOMAIN, connection refused
@@ -61,9 +62,13 @@ class CitationStatus(StrEnum):
     CONNECTION_ERROR = "connection_error"  # reset mid-body and similar after retries
     TOO_LARGE = "too_large"
     UNSUPPORTED_TYPE = "unsupported_type"
+    # a provider cites a document it names no URL for (an Anthropic document citation)
+    NOT_CHECKABLE = "not_checkable"
     # content checks: the link resolves but does not back the claim
     PASSAGE_MISSING = "passage_missing"
     PASSAGE_ALTERED = "passage_altered"
+    # the quote is on the page, but the page negates or hedges it right before the quoted words
+    QUOTE_OUT_OF_CONTEXT = "quote_out_of_context"
     NOT_ENTAILED = "not_entailed"
     # policy
     EXCLUDED_BY_POLICY = "excluded_by_policy"
@@ -86,6 +91,7 @@ class CitationStatus(StrEnum):
 _OUTCOME: dict[CitationStatus, Outcome] = {
     CitationStatus.OK: Outcome.RESOLVES,
     CitationStatus.NOT_FOUND: Outcome.BROKEN,
+    CitationStatus.SOFT_404: Outcome.BROKEN,
     CitationStatus.GONE: Outcome.BROKEN,
     CitationStatus.HTTP_ERROR: Outcome.BROKEN,
     CitationStatus.UNREACHABLE: Outcome.BROKEN,
@@ -102,8 +108,10 @@ _OUTCOME: dict[CitationStatus, Outcome] = {
     CitationStatus.CONNECTION_ERROR: Outcome.UNVERIFIABLE,
     CitationStatus.TOO_LARGE: Outcome.UNVERIFIABLE,
     CitationStatus.UNSUPPORTED_TYPE: Outcome.UNVERIFIABLE,
+    CitationStatus.NOT_CHECKABLE: Outcome.UNVERIFIABLE,
     CitationStatus.PASSAGE_MISSING: Outcome.RESOLVES,
     CitationStatus.PASSAGE_ALTERED: Outcome.RESOLVES,
+    CitationStatus.QUOTE_OUT_OF_CONTEXT: Outcome.RESOLVES,
     CitationStatus.NOT_ENTAILED: Outcome.RESOLVES,
     CitationStatus.EXCLUDED_BY_POLICY: Outcome.BROKEN,
     CitationStatus.NOT_RETRIEVED: Outcome.RESOLVES,
@@ -119,6 +127,7 @@ _STAGE: dict[CitationStatus, CitationStage | None] = {
     CitationStatus.EXCLUDED_BY_POLICY: "policy",
     CitationStatus.NOT_RETRIEVED: "policy",
     CitationStatus.NOT_FOUND: "fetch",
+    CitationStatus.SOFT_404: "extract",
     CitationStatus.GONE: "fetch",
     CitationStatus.HTTP_ERROR: "fetch",
     CitationStatus.UNREACHABLE: "fetch",
@@ -133,8 +142,10 @@ _STAGE: dict[CitationStatus, CitationStage | None] = {
     CitationStatus.CONNECTION_ERROR: "fetch",
     CitationStatus.TOO_LARGE: "fetch",
     CitationStatus.UNSUPPORTED_TYPE: "extract",
+    CitationStatus.NOT_CHECKABLE: "parse",
     CitationStatus.PASSAGE_MISSING: "passage",
     CitationStatus.PASSAGE_ALTERED: "passage",
+    CitationStatus.QUOTE_OUT_OF_CONTEXT: "passage",
     CitationStatus.NOT_ENTAILED: "entailment",
 }
 
@@ -185,6 +196,17 @@ CitationKind = Literal[
     "bare_url",
     "html_anchor",
     "structured",
+    # a provider's citation object: a marker range it gave (OpenAI url_citation) that is no link
+    # of the text, or the end of the text it supports (Anthropic, Gemini; a zero-width marker)
+    "annotation",
+    # a source passed beside a text that cites it with no marker (``references=``)
+    "external",
+]
+
+# Where a citation came from: the text itself (markdown, HTML, bare URLs), structured items,
+# ``references=`` passed beside the text, or a provider's citation objects.
+CitationOrigin = Literal[
+    "markdown", "structured", "references", "openai", "anthropic", "gemini", "perplexity"
 ]
 
 
@@ -201,6 +223,12 @@ class Citation(_Model):
     end: int
     claim_index: int | None = None
     quote: str | None = None
+    origin: CitationOrigin | None = None
+    title: str | None = None  # the source's title, as the provider gave it
+    confidence: float | None = None  # the provider's confidence in the support (Gemini)
+    # the URL is a provider redirect (Gemini's grounding-api-redirect), resolved by the Guard
+    provider_redirect: bool = False
+    via: str | None = None  # the provider redirect URL this citation's URL was resolved from
 
 
 class Claim(_Model):
@@ -220,6 +248,9 @@ class Answer(_Model):
     citations: list[Citation] = Field(default_factory=list)
     references: dict[str, str] = Field(default_factory=dict)
     findings: list[Finding] = Field(default_factory=list)
+    # the searches a provider response reports with its answer (Perplexity's search_results,
+    # Anthropic's web_search_tool_result blocks, ...): the Guard adds them to the run's
+    searches: list[SearchRecord] = Field(default_factory=list)
 
     @property
     def urls(self) -> list[str]:
@@ -399,6 +430,19 @@ class AxisResult(_Model):
     details: dict[str, Any] = Field(default_factory=dict)
 
 
+class JudgeUsage(_Model):
+    """What the LLM judges of one guarded run used (every chat-completions request, retries
+    included): tokens as the replies' ``usage`` reported them, and their cost at the
+    ``JudgePolicy`` prices. ``skipped``: requests not sent because ``Policy.cost_budget`` was
+    spent."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    skipped: int = 0
+
+
 class Verdict(_Model):
     """Four axes, each reported on its own — never one blended score."""
 
@@ -410,6 +454,26 @@ class Verdict(_Model):
     offending_urls: UrlSet = frozenset()
     regime: str | None = None  # the question's freshness regime, as the freshness check saw it
     elapsed_ms: float = 0.0
+    judge_usage: JudgeUsage | None = None  # the run's judge requests so far; None: no judge asked
+
+
+class Repair(_Model):
+    """One change the guard made to a failing answer instead of calling the answer function
+    again (:mod:`citeguard.repair`): a citation re-pointed at a page that supports its claim
+    (``swap``), a quote set to the cited page's own words (``correct_quote``), or a claim no
+    page supports removed (``drop``). ``claim_index`` and ``claim`` are those of the answer
+    repaired (attempt ``attempt``); ``None`` for a reference entry no claim cites."""
+
+    kind: Literal["swap", "correct_quote", "drop"]
+    attempt: int
+    claim_index: int | None = None
+    claim: str = ""
+    before: str  # swap: the failing URL; correct_quote: the quote; drop: what was removed
+    after: str = ""  # swap: the URL now cited; correct_quote: the page's words; drop: ""
+    status: CitationStatus | None = None  # what failed
+    evidence_url: str | None = None
+    passage: str | None = None  # the passage of evidence_url that supports the claim
+    reason: str = ""
 
 
 class Attempt(_Model):
@@ -424,6 +488,11 @@ class Attempt(_Model):
     elapsed_ms: float = 0.0
     cost: float | None = None
     error: str | None = None  # the answer function raised
+    # a structured answer ({claim, url, quote} items) as the answer function returned it;
+    # ``answer`` is then its claims' text
+    structured: list[dict[str, Any]] | None = None
+    # a repaired answer (no synthesis call; ``number`` is the attempt it repaired): each change
+    repairs: list[Repair] = Field(default_factory=list)
 
 
 class GuardResult(_Model):
@@ -433,8 +502,15 @@ class GuardResult(_Model):
     passed: bool
     verdict: Verdict
     attempts: list[Attempt]
-    outcome: Literal["passed", "failed", "stripped", "reported"] = "passed"
+    outcome: Literal["passed", "failed", "stripped", "reported", "repaired"] = "passed"
     message: str = ""
+    # the answer's {claim, url, quote} items when the answer function returned structure
+    structured: list[dict[str, Any]] | None = None
+    # what on_fail="strip" removed: the claims' text, and the citations' URLs
+    removed_claims: list[str] = Field(default_factory=list)
+    removed_urls: list[str] = Field(default_factory=list)
+    # the repairs made to the answer returned (citeguard.repair)
+    repairs: list[Repair] = Field(default_factory=list)
 
 
 class Synthesis(BaseModel):

@@ -43,6 +43,16 @@ DEFAULT_JUDGE_TIMEOUT = 30.0
 DEFAULT_JUDGE_RETRIES = 2
 DEFAULT_JUDGE_BACKOFF = 0.5
 DEFAULT_JUDGE_CONCURRENCY = 8
+# Bounded extraction (web/page.py): what one fetched body may cost, however it is built.
+DEFAULT_MAX_HTML_CHARS = 10_000_000
+DEFAULT_MAX_HTML_DEPTH = 256
+DEFAULT_MAX_HTML_NODES = 150_000
+DEFAULT_MAX_HTML_ATTRIBUTES = 64
+DEFAULT_MAX_JSONLD_CHARS = 1_000_000
+DEFAULT_MAX_PDF_PAGES = 300
+DEFAULT_MAX_PDF_CHARS = 2_000_000
+DEFAULT_MAX_PDF_PAGE_BYTES = 1024 * 1024
+DEFAULT_MAX_PDF_SECONDS = 3.0
 
 
 def _flatten(errors: Sequence[Mapping[str, Any]], prefix: tuple[Any, ...] = ()) -> list[Any]:
@@ -138,6 +148,25 @@ class FetchPolicy(_Section):
     allowed_schemes: frozenset[str] = frozenset({"http", "https"})
     user_agent: str = DEFAULT_USER_AGENT
     dns_cache_ttl: int = 300
+    # Soft 404s: a short 200 page is compared with what its host serves for a made-up path
+    # (one extra request per host, lychee-style); equal means the cited page does not exist.
+    soft_404_probe: bool = True
+    # Extraction bounds (web/page.py): a body past them is cut or partly skipped, never parsed
+    # unbounded. HTML past max_html_chars, or after its max_html_nodes-th tag, is not parsed;
+    # open tags nested deeper than max_html_depth and attributes of one element past
+    # max_html_attributes are dropped (their text stays).
+    max_html_chars: int = Field(DEFAULT_MAX_HTML_CHARS, gt=0)
+    max_html_depth: int = Field(DEFAULT_MAX_HTML_DEPTH, gt=0)
+    max_html_nodes: int = Field(DEFAULT_MAX_HTML_NODES, gt=0)
+    max_html_attributes: int = Field(DEFAULT_MAX_HTML_ATTRIBUTES, gt=0)
+    # JSON-LD read per page, in characters; a block past it, or too deep to parse, is ignored
+    max_jsonld_chars: int = Field(DEFAULT_MAX_JSONLD_CHARS, gt=0)
+    # PDF text: pages read, characters kept, a page's content (decoded bytes of its content and
+    # form streams; a heavier page is skipped) and seconds per document
+    max_pdf_pages: int = Field(DEFAULT_MAX_PDF_PAGES, gt=0)
+    max_pdf_chars: int = Field(DEFAULT_MAX_PDF_CHARS, gt=0)
+    max_pdf_page_bytes: int = Field(DEFAULT_MAX_PDF_PAGE_BYTES, gt=0)
+    max_pdf_seconds: float = Field(DEFAULT_MAX_PDF_SECONDS, gt=0)
 
 
 class PassagePolicy(_Section):
@@ -146,6 +175,11 @@ class PassagePolicy(_Section):
     check_passages: bool = True
     fuzzy_threshold: float = Field(90.0, ge=0, le=100)
     paraphrase_threshold: float = Field(0.35, ge=0, le=1)
+    # A paraphrase below the threshold still goes to the entailer when the page covers at least
+    # this share of its content words; below it the page holds nothing relevant
+    # (passage_missing). 0.08 keeps 98% of human-supported pairs on a tuning half of the claims
+    # data (AttributionBench, ExpertQA, WiCE); held out, 99.2%, 98.1% and 100% pass it.
+    relevance_floor: float = Field(0.08, ge=0, le=1)
     require_main_text: bool = False  # accept quotes found only in boilerplate?
 
 
@@ -155,7 +189,7 @@ class EntailmentPolicy(_Section):
     check_entailment: bool = True
     backend: Literal["local", "nli", "judge", "none"] = "local"
     model_path: str | None = None  # for backend="nli"; backend="judge" uses Policy.judge
-    support_threshold: float = Field(0.5, ge=0, le=1)
+    support_threshold: float = Field(0.52, ge=0, le=1)  # LocalEntailer: calibration-split best
     contradiction_threshold: float = Field(0.5, ge=0, le=1)
     window_chars: int = Field(1200, gt=0)
     max_windows: int = Field(4, gt=0)  # evidence windows scored per pair (best lexical first)
@@ -185,6 +219,9 @@ class FreshnessPolicy(_Section):
     )
     undated_counts_as_stale: bool = True
     require_caveat: bool = True
+    # a cited page whose own dates (published, modified) are all more than this many days from
+    # the date its search result showed the user is a finding (None: not compared)
+    date_disagreement_days: float | None = Field(30.0, gt=0)
     # ask the LLM judge (Policy.judge) for the question's regime; falls back to the rules
     use_judge: bool = False
 
@@ -206,6 +243,11 @@ class JudgePolicy(_Section):
     doubled each retry (or the server's ``Retry-After``, capped). ``concurrency`` bounds the
     entailment judge's requests in flight per ``score()`` call. The axes switch it on with
     ``entailment.backend="judge"``, ``freshness.use_judge`` and ``query.use_judge``.
+
+    ``input_price_per_million`` / ``output_price_per_million`` price the tokens each reply's
+    ``usage`` reports; a guarded run stops asking judges once their cost reaches
+    ``Policy.cost_budget``. ``max_evidence_chars`` caps the page evidence of one entailment
+    request (the claims citing one page are judged together).
     """
 
     base_url: str | None = None
@@ -215,6 +257,11 @@ class JudgePolicy(_Section):
     retries: int = Field(DEFAULT_JUDGE_RETRIES, ge=0)  # extra attempts
     backoff: float = Field(DEFAULT_JUDGE_BACKOFF, ge=0)  # first retry wait, doubled each retry
     concurrency: int = Field(DEFAULT_JUDGE_CONCURRENCY, gt=0)
+    # prices per million tokens, in the unit of Policy.cost_budget (0: free, cost stays 0)
+    input_price_per_million: float = Field(0.0, ge=0)  # prompt tokens
+    output_price_per_million: float = Field(0.0, ge=0)  # completion tokens
+    # the entailment judge: page evidence (the claims' windows) in one request, in characters
+    max_evidence_chars: int = Field(6000, gt=0)
 
     @property
     def configured(self) -> bool:
@@ -245,12 +292,18 @@ class Policy(_Validated):
     query: QueryPolicy = Field(default_factory=QueryPolicy)
     judge: JudgePolicy = Field(default_factory=JudgePolicy)
 
+    # a search agent's answer must cite at least this many sources (0: uncited answers pass)
+    min_citations: int = Field(1, ge=0)
     unverifiable_fails: bool = True  # the gate is a hard gate: "could not tell" fails
     not_retrieved_fails: bool = False  # cited URL that no recorded search returned
     max_attempts: int = Field(3, ge=1)
     time_budget: float | None = Field(None, gt=0)  # wall-clock seconds for a whole guarded run
     cost_budget: float | None = Field(None, gt=0)
     on_fail: Literal["raise", "return", "strip", "report"] = "return"
+    # before regenerating, mend failing citations from pages the run already holds
+    # (citeguard.repair): "citations" swaps URLs only; "full" also corrects altered quotes to
+    # the page's words and drops claims nothing supports
+    repair: Literal["off", "citations", "full"] = "citations"
 
     @model_validator(mode="after")
     def _check(self) -> Policy:

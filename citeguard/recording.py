@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
 from citeguard.models import SearchRecord
@@ -53,15 +54,17 @@ def wrap_search(
     tracing: Tracing,
     store: SnapshotStore | None,
     mode: SnapshotMode,
+    now: Callable[[], datetime] | None = None,
 ) -> Callable[P, T]:
-    """The search tool, recorded: see the module docstring."""
+    """The search tool, recorded: see the module docstring. ``now`` is the clock result ages
+    ("3 days ago") are read against (the Guard's)."""
     name: str = provider or str(getattr(search_fn, "__name__", "search"))
 
     def _record(query: str, raw: Any, elapsed: float) -> SearchRecord:
         rec = SearchRecord(
             query=query,
             provider=name,
-            results=normalize_search_results(raw),
+            results=normalize_search_results(raw, now=now() if now is not None else None),
             raw=_json_safe(raw),
             # replays are compared byte for byte: wall-clock times are zeroed there
             elapsed_ms=0.0 if mode is SnapshotMode.REPLAY else elapsed * 1000.0,

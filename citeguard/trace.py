@@ -14,6 +14,7 @@ A bad answer must be debuggable without reading logs. One guarded run becomes on
     │   │   ├── citeguard.citation.extract     CHAIN      title and dates
     │   │   ├── citeguard.citation.passage     EVALUATOR  quote / paraphrase found?
     │   │   └── citeguard.citation.entailment  EVALUATOR  does the passage back the claim?
+    │   ├── citeguard.judge      LLM        one per LLM-judge request: model, tokens, cost
     │   └── citeguard.axis.<name> EVALUATOR one per axis: pass/fail, score, findings
     └── ... the next attempt
 

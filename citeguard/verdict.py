@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from citeguard.models import AxisResult, CitationReport, ClaimReport, Finding, Verdict
+from citeguard.models import AxisResult, CitationReport, ClaimReport, Finding, JudgeUsage, Verdict
 
 
 def build_verdict(
@@ -21,8 +21,12 @@ def build_verdict(
     regime: str | None,
     elapsed_ms: float,
     replay: bool,
+    judge_usage: JudgeUsage | None = None,
 ) -> Verdict:
-    """The verdict of one answer from its axes (in registry order) and its reports."""
+    """The verdict of one answer from its axes (in registry order) and its reports.
+
+    ``judge_usage``: what the run's LLM judges used so far (tokens and cost are replayed from
+    the snapshot, so they stay in a replayed verdict)."""
     offending: set[str] = set()
     for axis in axes:
         if axis.gating:
@@ -36,6 +40,7 @@ def build_verdict(
         offending_urls=frozenset(offending),
         regime=regime,
         elapsed_ms=elapsed_ms,
+        judge_usage=judge_usage,
     )
     return without_timings(verdict) if replay else verdict
 

@@ -12,7 +12,8 @@ header, so a test can talk to ``a.example.com``, ``other.example.org``, ... at o
 
 Per-test routes: ``farm.add(host, path, handler)`` with an aiohttp handler coroutine, or
 ``farm.add(host, path, status=..., body=..., headers=..., content_type=...)``. ``host="*"`` matches
-every host. Every request is logged in ``farm.requests`` as ``(method, host, path)``.
+every host; ``path="*"`` every path of the host that no other route serves. Every request is
+logged in ``farm.requests`` as ``(method, host, path)``.
 """
 
 from __future__ import annotations
@@ -126,7 +127,11 @@ class Farm:
         host = (request.host or "").rsplit(":", 1)[0].lower()
         path = request.path
         self.requests.append((request.method, host, path))
-        handler = self._routes.get((host, path)) or self._routes.get(("*", path))
+        handler = (
+            self._routes.get((host, path))
+            or self._routes.get(("*", path))
+            or self._routes.get((host, "*"))  # a host's catch-all
+        )
         if handler is not None:
             return await handler(request)
         return await self._builtin(request, path)

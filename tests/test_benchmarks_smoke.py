@@ -135,6 +135,28 @@ def test_axes(suite: dict[str, Any]) -> None:
         assert _positive(r), name
 
 
+def test_quotes(suite: dict[str, Any]) -> None:
+    q = suite["scenarios"]["quotes"]
+    if not (DATA / "passages" / "passages.jsonl").is_file():
+        assert "skipped" in q
+        pytest.skip("needs shared/data/passages")
+    assert q["pages"] == 4
+    assert q["server"]["requests"] > 0
+    assert set(q["configs"]) == {"default", "entailment_off"}
+    for name, c in q["configs"].items():
+        assert c["entailment"] is (name == "default")
+        for t in ("bare", "frame", "inline_link", "added_content"):
+            block = c["templates"][t]
+            assert block["answers"] == 4, (name, t)
+            assert 0.0 <= block["accepted_share"] <= 1.0
+            assert sum(block["statuses"].values()) == 4
+            assert "not_found" not in block["statuses"]  # each page is served at its own URL
+            assert len(block["top_reject_reasons"]) <= 5
+        assert 0.0 <= c["no_content_accepted_share_min"] <= 1.0
+    (row,) = q["targets"]
+    assert row["name"].startswith("verbatim quotes accepted") and row["target"] == ">= 0.98"
+
+
 def test_report_files(suite: dict[str, Any], tmp_path: Path) -> None:
     paths = write_results(suite, tmp_path)
     names = {p.name for p in paths}

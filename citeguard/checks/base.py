@@ -55,7 +55,8 @@ class CheckContext:
     @property
     def queries(self) -> list[str]:
         """The agent's literal search strings, in the order it made them."""
-        return [s.query for s in self.searches]
+        # a search whose query is unknown (a provider that reports only its results) has none
+        return [s.query for s in self.searches if s.query.strip()]
 
     @property
     def search_dates(self) -> dict[str, datetime]:

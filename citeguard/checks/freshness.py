@@ -4,6 +4,10 @@ Freshness is a property of the question. "Capital of France" is *insensitive*; "
 current Jeopardy! host" is *slow* (changes over years); "the most recent Emmy winner" is *fast*
 (changes within a year); "the current price of X" is *real-time* (changes within days).
 :func:`classify_freshness` picks the regime with deterministic cue rules and lists the cues.
+The guard's default is :class:`LearnedRegimeClassifier`: a small logistic model
+(``regime_model.json``, fitted by benchmarks/train_regime.py on four labelled sources) over the
+question's MiniLM embedding and the rules' cues, run off the event loop; the rules stay as its
+features, as the judge of real-time, and as the fallback without the ``local`` extra.
 
 :func:`check_freshness` then dates each cited source (:func:`source_date`: the page's modified
 date, else published, else the search result's date; HTTP ``Last-Modified`` already lands in
@@ -23,17 +27,24 @@ validity axis's business and has no date to speak of.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import json
 import re
 import statistics
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from citeguard.checks.base import AnnotatorKind, CheckContext, skipped
 from citeguard.checks.judge import ChatJudge, JudgeError
 from citeguard.dates import DATE_PATTERN, as_aware, date_from_match
+from citeguard.errors import CiteguardError
 from citeguard.models import (
     AxisResult,
     CitationReport,
@@ -48,15 +59,29 @@ from citeguard.policy import FreshnessPolicy, Policy
 from citeguard.text import fold_whitespace
 from citeguard.web.urls import UrlProblem, normalize_url
 
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
 __all__ = [
+    "REGIME_CLASSES",
+    "REGIME_FEATURE_NAMES",
+    "REGIME_MODEL_PATH",
     "CaveatMatch",
     "FreshnessClass",
     "JudgeError",
     "JudgeFreshnessClassifier",
+    "LearnedRegimeClassifier",
+    "ModelFreshnessClass",
     "Regime",
+    "RegimeClassifier",
+    "RegimeModel",
+    "RegimeModelError",
     "check_freshness",
     "classify_freshness",
+    "embed_questions",
     "find_caveat",
+    "regime_features",
     "source_date",
 ]
 
@@ -304,57 +329,456 @@ def classify_freshness(question: str, *, now: datetime | None = None) -> Freshne
     9. historical events, definitions, past tense → insensitive;
     10. otherwise insensitive.
     """
-    today = now or datetime.now(UTC)
+    regime, _, cue = _rule_decision(question, now or datetime.now(UTC))
+    return FreshnessClass(regime=regime, cues=[cue])
+
+
+def _rule_decision(question: str, today: datetime) -> tuple[Regime, str, str]:
+    """:func:`classify_freshness`'s rules: the regime, the label of the rule that decided (one
+    of :data:`RULE_LABELS`) and the cue it read."""
     # A question is a sentence or two; beyond this it is a document, and the cues are up front.
     q = fold_whitespace(question[:_MAX_QUESTION_CHARS])
-    cues: list[str] = []
-
-    def decide(regime: Regime, cue: str) -> FreshnessClass:
-        cues.append(cue)
-        return FreshnessClass(regime=regime, cues=cues)
-
     years = [int(y) for y in _YEAR_RE.findall(q)]
     open_range = _OPEN_RANGE_RE.search(q)
     if years and not open_range:
         past = [y for y in years if y <= today.year - 2]
         if past and len(past) == len(years):
-            return decide(Regime.INSENSITIVE, f"past year {past[0]}")
+            return Regime.INSENSITIVE, "past year", f"past year {past[0]}"
     first_to = _FIRST_TO_RE.search(q)
     if first_to and not _NOW_WORD_RE.search(q):
-        return decide(Regime.INSENSITIVE, f"fixed record: {first_to.group(0)!r}")
+        return Regime.INSENSITIVE, "fixed record", f"fixed record: {first_to.group(0)!r}"
     slow_topic = _SLOW_TOPIC_RE.search(q)
     real_time = _first(_REAL_TIME, q)
     if real_time is not None:
         label, text = real_time
         if label == "now" and slow_topic:
-            return decide(Regime.SLOW, f"rule in force asked {text!r}: {slow_topic.group(0)!r}")
-        return decide(Regime.REAL_TIME, f"{label}: {text!r}")
+            cue = f"rule in force asked {text!r}: {slow_topic.group(0)!r}"
+            return Regime.SLOW, "rule in force asked now", cue
+        return Regime.REAL_TIME, label, f"{label}: {text!r}"
     holder = _HOLDER_RE.search(q)
     if holder:
-        return decide(Regime.SLOW, f"office holder: {holder.group(0)!r}")
+        return Regime.SLOW, "office holder", f"office holder: {holder.group(0)!r}"
     qualified = _QUALIFIED_LATEST_RE.search(q)
     if qualified:
-        return decide(Regime.SLOW, f"qualified record: {qualified.group(0)!r}")
+        return Regime.SLOW, "qualified record", f"qualified record: {qualified.group(0)!r}"
     if open_range:
-        return decide(Regime.SLOW, f"count over an open range: {open_range.group(0)!r}")
+        return Regime.SLOW, "open range", f"count over an open range: {open_range.group(0)!r}"
     fast = _first(_FAST, q)
     if fast is not None:
         label, text = fast
         if label == "current" and slow_topic:
-            return decide(Regime.SLOW, f"rule in force asked {text!r}: {slow_topic.group(0)!r}")
-        return decide(Regime.FAST, f"{label}: {text!r}")
+            cue = f"rule in force asked {text!r}: {slow_topic.group(0)!r}"
+            return Regime.SLOW, "rule in force asked current", cue
+        return Regime.FAST, label, f"{label}: {text!r}"
     if years and not open_range:
         if today.year in years:
-            return decide(Regime.FAST, f"current year {today.year}")
+            return Regime.FAST, "current year", f"current year {today.year}"
         if today.year - 1 in years:
-            return decide(Regime.SLOW, f"last year {today.year - 1}")
+            return Regime.SLOW, "last year", f"last year {today.year - 1}"
     slow = _first(_SLOW, q)
     if slow is not None:
-        return decide(Regime.SLOW, f"{slow[0]}: {slow[1]!r}")
+        return Regime.SLOW, slow[0], f"{slow[0]}: {slow[1]!r}"
     insensitive = _first(_INSENSITIVE, q)
     if insensitive is not None:
-        return decide(Regime.INSENSITIVE, f"{insensitive[0]}: {insensitive[1]!r}")
-    return decide(Regime.INSENSITIVE, "no time-sensitive cue")
+        return Regime.INSENSITIVE, insensitive[0], f"{insensitive[0]}: {insensitive[1]!r}"
+    return Regime.INSENSITIVE, "no cue", "no time-sensitive cue"
+
+
+#: every label :func:`_rule_decision` can decide by, in a fixed order
+RULE_LABELS: tuple[str, ...] = (
+    "past year",
+    "fixed record",
+    "rule in force asked now",
+    *dict.fromkeys(label for label, _ in _REAL_TIME),
+    "office holder",
+    "qualified record",
+    "open range",
+    *(label for label, _ in _FAST),
+    "rule in force asked current",
+    "current year",
+    "last year",
+    *(label for label, _ in _SLOW),
+    *(label for label, _ in _INSENSITIVE),
+    "no cue",
+)
+# Every cue pattern, whether or not it decided: (name, patterns).
+_CUE_TABLES: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = (
+    *(
+        (f"{kind}:{label}", tuple(p for lab, p in table if lab == label))
+        for kind, table in (
+            ("real_time", _REAL_TIME),
+            ("fast", _FAST),
+            ("slow", _SLOW),
+            ("insensitive", _INSENSITIVE),
+        )
+        for label in dict.fromkeys(lab for lab, _ in table)
+    ),
+    ("office holder", (_HOLDER_RE,)),
+    ("qualified record", (_QUALIFIED_LATEST_RE,)),
+    ("first to", (_FIRST_TO_RE,)),
+    ("now word", (_NOW_WORD_RE,)),
+    ("open range", (_OPEN_RANGE_RE,)),
+)
+_YEAR_FEATURES = ("past", "last", "current", "future")
+#: the names of :func:`regime_features`, in order: the rules' regime, the rule that decided,
+#: every cue that fired, and where the years the question names lie relative to ``now``
+REGIME_FEATURE_NAMES: tuple[str, ...] = (
+    *(f"rules={r.value}" for r in Regime),
+    *(f"decided by={label}" for label in RULE_LABELS),
+    *(f"cue={name}" for name, _ in _CUE_TABLES),
+    *(f"year={where}" for where in _YEAR_FEATURES),
+)
+
+
+def regime_features(
+    question: str, *, now: datetime | None = None
+) -> tuple[list[float], tuple[Regime, str, str]]:
+    """The cue-rule features of ``question`` (named by :data:`REGIME_FEATURE_NAMES`) and the
+    rules' own decision (regime, rule label, cue)."""
+    today = now or datetime.now(UTC)
+    decision = _rule_decision(question, today)
+    q = fold_whitespace(question[:_MAX_QUESTION_CHARS])
+    years = {int(y) for y in _YEAR_RE.findall(q)}
+    year_hits = (
+        any(y <= today.year - 2 for y in years),
+        today.year - 1 in years,
+        today.year in years,
+        any(y > today.year for y in years),
+    )
+    values = [
+        *(float(decision[0] is r) for r in Regime),
+        *(float(decision[1] == label) for label in RULE_LABELS),
+        *(float(any(p.search(q) for p in patterns)) for _, patterns in _CUE_TABLES),
+        *(float(hit) for hit in year_hits),
+    ]
+    return values, decision
+
+
+# --------------------------------------------------------------------------------------------
+# Learned regime model
+# --------------------------------------------------------------------------------------------
+
+#: the classes the learned model tells apart; no data set labels real-time, so real-time is
+#: the rules' call inside the model's "fast" (see :meth:`RegimeModel.decide`)
+REGIME_CLASSES: tuple[Regime, ...] = (Regime.INSENSITIVE, Regime.SLOW, Regime.FAST)
+#: the shipped weights, written by benchmarks/train_regime.py
+REGIME_MODEL_PATH = Path(__file__).with_name("regime_model.json")
+_REGIME_MODEL_FORMAT = "citeguard-regime-model/1"
+_EMBEDDING_DIM = 384
+_TOP_FEATURES = 3
+# Real-time cues the model may not overrule: no training source has a real-time class, and 12
+# of the 13 labelled questions these rules call real-time are fast or changing.
+_REAL_TIME_OWN_CUES = frozenset(label for label, _ in _REAL_TIME if label != "now")
+
+
+class RegimeModelError(CiteguardError):
+    """The regime model's artifact or embedding model could not be loaded."""
+
+
+class RegimeModel:
+    """Multinomial logistic regression over a question's all-MiniLM-L6-v2 embedding and its
+    cue-rule features (:func:`regime_features`), fitted by benchmarks/train_regime.py.
+
+    The artifact is plain JSON (standardisation, weights, intercepts); the math is numpy.
+    """
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        import numpy as np
+
+        if data.get("format") != _REGIME_MODEL_FORMAT:
+            raise RegimeModelError(f"not a regime model: format {data.get('format')!r}")
+        if tuple(data.get("classes", ())) != tuple(c.value for c in REGIME_CLASSES):
+            raise RegimeModelError(f"regime model classes {data.get('classes')!r} are unknown")
+        if tuple(data.get("features", ())) != REGIME_FEATURE_NAMES:
+            raise RegimeModelError("regime model features differ from regime_features()")
+        dim = _EMBEDDING_DIM + len(REGIME_FEATURE_NAMES)
+        try:
+            self._coef = np.asarray(data["coef"], dtype=np.float64)
+            self._intercept = np.asarray(data["intercept"], dtype=np.float64)
+            self._mean = np.asarray(data["mean"], dtype=np.float64)
+            self._scale = np.asarray(data["scale"], dtype=np.float64)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RegimeModelError(f"malformed regime model: {exc}") from exc
+        k = len(REGIME_CLASSES)
+        shapes = (self._coef.shape, self._intercept.shape, self._mean.shape, self._scale.shape)
+        if shapes != ((k, dim), (k,), (dim,), (dim,)) or not (self._scale > 0).all():
+            raise RegimeModelError(f"malformed regime model: shapes {shapes}")
+        self.rules_offset = float(data.get("rules_offset", 0.0))
+        # the columns of x that hold the rules' regime, for each model class (real-time → fast)
+        column = {
+            r: _EMBEDDING_DIM + REGIME_FEATURE_NAMES.index(f"rules={r.value}") for r in Regime
+        }
+        self._rules_columns = (
+            (column[Regime.INSENSITIVE],),
+            (column[Regime.SLOW],),
+            (column[Regime.FAST], column[Regime.REAL_TIME]),
+        )
+        self.names: tuple[str, ...] = (
+            *(f"embedding[{i}]" for i in range(_EMBEDDING_DIM)),
+            *REGIME_FEATURE_NAMES,
+        )
+        self.meta: dict[str, Any] = dict(data.get("trained") or {})
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RegimeModel:
+        return cls(data)
+
+    @staticmethod
+    @functools.cache
+    def load(path: Path = REGIME_MODEL_PATH) -> RegimeModel:
+        """The model in ``path`` (the shipped one by default), read once per process."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RegimeModelError(f"cannot read regime model {str(path)!r}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise RegimeModelError(f"{str(path)!r} is not a regime model")
+        return RegimeModel(data)
+
+    def features(
+        self, embedding: Sequence[float] | npt.NDArray[np.float64], values: Sequence[float]
+    ) -> npt.NDArray[np.float64]:
+        import numpy as np
+
+        vector = np.asarray(embedding, dtype=np.float64).reshape(-1)
+        if vector.shape != (_EMBEDDING_DIM,):
+            raise RegimeModelError(f"embedding of shape {vector.shape}, not ({_EMBEDDING_DIM},)")
+        return np.concatenate([vector, np.asarray(values, dtype=np.float64)])
+
+    def _rules_offset(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        import numpy as np
+
+        return self.rules_offset * np.array(
+            [sum(float(x[j]) for j in cols) for cols in self._rules_columns]
+        )
+
+    def probabilities(self, x: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """P(class) for :data:`REGIME_CLASSES`, from the full feature vector ``x``."""
+        import numpy as np
+
+        x = np.asarray(x, dtype=np.float64)
+        z = (x - self._mean) / self._scale
+        logits = self._coef @ z + self._intercept + self._rules_offset(x)
+        e = np.exp(logits - logits.max())
+        out: npt.NDArray[np.float64] = e / e.sum()
+        return out
+
+    def top_features(self, x: npt.NDArray[np.float64], k: int) -> list[tuple[str, float]]:
+        """The present features that pushed most towards class ``k`` (against the mean of the
+        classes), with the embedding's dimensions summed into one entry."""
+        import numpy as np
+
+        z = (np.asarray(x, dtype=np.float64) - self._mean) / self._scale
+        push = (self._coef[k] - self._coef.mean(axis=0)) * z
+        offset = self._rules_offset(x)
+        out = [
+            ("embedding", float(push[:_EMBEDDING_DIM].sum())),
+            ("rules offset", float(offset[k] - offset.mean())),
+        ]
+        out += [
+            (self.names[j], float(push[j]))
+            for j in range(_EMBEDDING_DIM, len(self.names))
+            if x[j] != 0.0
+        ]
+        out.sort(key=lambda item: -item[1])
+        return [(name, round(v, 3)) for name, v in out[:_TOP_FEATURES] if v > 0]
+
+    @staticmethod
+    def decide(
+        probabilities: npt.NDArray[np.float64], rules: tuple[Regime, str, str]
+    ) -> tuple[Regime, str | None]:
+        """The regime: the most probable class, with real-time (which no data set labels) left
+        to the rules: a specific real-time cue (a price, a rate, the weather, a live score, a
+        service status, the clock) is real-time whatever the model says; a bare "today" / "right
+        now" is real-time only when the model says fast. Returns the regime and the rules' cue
+        when the rules decided real-time."""
+        if rules[0] is Regime.REAL_TIME and rules[1] in _REAL_TIME_OWN_CUES:
+            return Regime.REAL_TIME, rules[2]
+        regime = REGIME_CLASSES[int(probabilities.argmax())]
+        if regime is Regime.FAST and rules[0] is Regime.REAL_TIME:
+            return Regime.REAL_TIME, rules[2]
+        return regime, None
+
+
+# One embedding model per process, loaded on first use by whichever thread needs it.
+_ENCODER_LOCK = threading.Lock()
+_ENCODER: Any = None
+
+
+def _sentence_encoder() -> Any:
+    global _ENCODER
+    with _ENCODER_LOCK:
+        if _ENCODER is None:
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                from citeguard.errors import MissingExtraError
+
+                raise MissingExtraError("sentence-transformers", "local") from exc
+            from citeguard.checks.minilm import bundled_model_path
+
+            path = str(bundled_model_path())
+            try:
+                _ENCODER = SentenceTransformer(path, device="cpu", local_files_only=True)
+            except (OSError, ValueError) as exc:
+                raise RegimeModelError(f"cannot load embedding model {path!r}: {exc}") from exc
+        return _ENCODER
+
+
+def embed_questions(questions: Sequence[str]) -> list[npt.NDArray[np.float64]]:
+    """Unit-length all-MiniLM-L6-v2 embeddings of ``questions`` (the bundled copy, offline).
+
+    Blocks: loading the model the first time takes seconds, so call it off the event loop.
+    Raises :class:`~citeguard.errors.MissingExtraError` without the ``local`` extra.
+    """
+    import numpy as np
+
+    if not questions:
+        return []
+    model = _sentence_encoder()
+    texts = [fold_whitespace(q[:_MAX_QUESTION_CHARS]) for q in questions]
+    vectors = model.encode(
+        texts,
+        batch_size=64,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    return [np.asarray(v, dtype=np.float64) for v in vectors]
+
+
+class ModelFreshnessClass(FreshnessClass):
+    """A :class:`FreshnessClass` from :class:`LearnedRegimeClassifier`, with what decided it.
+
+    ``backend`` is ``"model"``, or ``"rules"`` when the model could not run (``fallback`` says
+    why). ``probabilities`` are the model's, by class (insensitive, slow, fast: real-time is the
+    rules' refinement of fast); ``top_features`` the present features that pushed most towards
+    the chosen class; ``rules_regime`` the deterministic rules' own answer.
+    """
+
+    backend: Literal["model", "rules"]
+    probabilities: dict[str, float] = Field(default_factory=dict)
+    top_features: list[str] = Field(default_factory=list)
+    rules_regime: Regime
+    fallback: str | None = None
+
+
+#: the errors that make the learned classifier fall back to the rules
+_MODEL_UNAVAILABLE = (ImportError, OSError, CiteguardError)
+
+
+class LearnedRegimeClassifier:
+    """The question's regime by :class:`RegimeModel`, the rules as features and as fallback.
+
+    The embedding model (all-MiniLM-L6-v2, the ``local`` extra) loads once per process, on
+    first use, in this classifier's own worker thread; :meth:`classify` runs inference there
+    too, so the event loop never blocks on torch. Results are remembered per question and year
+    (the features depend on ``now`` only through its year), up to ``cache_size`` questions.
+    Without the extra, or with an unreadable artifact, every question gets the rules' regime
+    with the reason in ``fallback`` (and a ``freshness.regime_fallback`` finding on the axis).
+
+    ``model`` and ``embed`` replace the shipped artifact and the MiniLM encoder (tests).
+    """
+
+    def __init__(
+        self,
+        model: RegimeModel | None = None,
+        *,
+        embed: Callable[[Sequence[str]], Sequence[Sequence[float]]] | None = None,
+        cache_size: int = 512,
+    ) -> None:
+        self._model = model
+        self._embed = embed or embed_questions
+        self._cache_size = cache_size
+        self._seen: dict[tuple[str, int], ModelFreshnessClass] = {}
+        self._unavailable: str | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why the model cannot run, once a classification found out; else ``None``."""
+        return self._unavailable
+
+    def classify_sync(self, question: str, *, now: datetime | None = None) -> ModelFreshnessClass:
+        """:meth:`classify` in the calling thread (blocks: the first call loads the model)."""
+        today = now or datetime.now(UTC)
+        key = (question, today.year)
+        hit = self._seen.get(key)
+        if hit is not None:
+            return hit
+        fclass = self._classify(question, today)
+        self._seen[key] = fclass
+        while len(self._seen) > self._cache_size:
+            self._seen.pop(next(iter(self._seen)), None)
+        return fclass
+
+    async def classify(self, question: str, *, now: datetime | None = None) -> FreshnessClass:
+        """The model's regime for ``question``, computed in the classifier's worker thread."""
+        today = now or datetime.now(UTC)
+        hit = self._seen.get((question, today.year))
+        if hit is not None:
+            return hit
+        loop = asyncio.get_running_loop()
+        call = functools.partial(self.classify_sync, question, now=today)
+        return await loop.run_in_executor(self._worker(), call)
+
+    async def warm_up(self) -> None:
+        """Load the artifact and the embedding model now, off the event loop."""
+        await self.classify("What is the capital of France?", now=datetime.now(UTC))
+
+    async def aclose(self) -> None:
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False)
+
+    def _worker(self) -> ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="citeguard-regime")
+            return self._executor
+
+    def _classify(self, question: str, today: datetime) -> ModelFreshnessClass:
+        values, rules = regime_features(question, now=today)
+        rules_regime, _, rules_cue = rules
+        if self._unavailable is None:
+            try:
+                model = self._model if self._model is not None else RegimeModel.load()
+                x = model.features(self._embed([question])[0], values)
+            except _MODEL_UNAVAILABLE as exc:
+                self._unavailable = f"{type(exc).__name__}: {exc}"
+            else:
+                probs = model.probabilities(x)
+                regime, refined_by = model.decide(probs, rules)
+                k = int(probs.argmax())
+                top = [f"{name} ({v:+.2f})" for name, v in model.top_features(x, k)]
+                by_class = {
+                    c.value: round(float(p), 4) for c, p in zip(REGIME_CLASSES, probs, strict=True)
+                }
+                shown = ", ".join(f"{c} {p:.2f}" for c, p in by_class.items())
+                cues = [f"model: {REGIME_CLASSES[k].value} ({shown})"]
+                if refined_by is not None:
+                    cues.append(f"real-time by the rules: {refined_by}")
+                cues.append(f"rules: {rules_regime.value} ({rules_cue})")
+                if top:
+                    cues.append("top features: " + ", ".join(top))
+                return ModelFreshnessClass(
+                    regime=regime,
+                    cues=cues,
+                    backend="model",
+                    probabilities=by_class,
+                    top_features=top,
+                    rules_regime=rules_regime,
+                )
+        reason = self._unavailable
+        return ModelFreshnessClass(
+            regime=rules_regime,
+            cues=[f"regime model unavailable ({reason}); deterministic rules used", rules_cue],
+            backend="rules",
+            rules_regime=rules_regime,
+            fallback=reason,
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -424,7 +848,67 @@ def source_date(
     return None, "none"
 
 
+def _date_gap(report: CitationReport, search_published: datetime | None) -> float | None:
+    """Days between the search result's date and the nearest of the page's own dates.
+
+    The provider's date (``published_date``, ``page_age``) may be the page's publication or its
+    last update, so the nearer of the two counts. None when either side has no date.
+    """
+    if search_published is None:
+        return None
+    searched = as_aware(search_published)
+    gaps = [
+        abs((searched - as_aware(d)).total_seconds()) / 86400.0
+        for d in (report.published, report.modified)
+        if d is not None
+    ]
+    return min(gaps) if gaps else None
+
+
+def _get_normalized(dates: Mapping[str, datetime], url: str | None) -> datetime | None:
+    if not url:
+        return None
+    try:
+        return dates.get(normalize_url(url))
+    except UrlProblem:
+        return None
+
+
+def _day(dt: datetime) -> str:
+    return f"{dt.day} {dt:%B %Y}"
+
+
+def _iso(dt: datetime | None) -> str | None:
+    return None if dt is None else dt.isoformat()
+
+
 _FAST_REGIMES = frozenset({Regime.FAST, Regime.REAL_TIME})
+
+
+def _regime_model_details(
+    fc: FreshnessClass, details: dict[str, object], findings: list[Finding]
+) -> None:
+    """The learned regime model's probabilities and top features, or why it fell back."""
+    if not isinstance(fc, ModelFreshnessClass):
+        return
+    details["regime_backend"] = fc.backend
+    details["rules_regime"] = fc.rules_regime.value
+    if fc.backend == "model":
+        details["regime_probabilities"] = dict(fc.probabilities)
+        details["regime_top_features"] = list(fc.top_features)
+    if fc.fallback is not None:
+        findings.append(
+            Finding(
+                code="freshness.regime_fallback",
+                message=(
+                    f"the regime model is unavailable ({fc.fallback}); the question's regime "
+                    f"({fc.regime.value.replace('_', '-')}) comes from the deterministic rules"
+                ),
+                severity=Severity.INFO,
+                axis="freshness",
+                details={"reason": fc.fallback, "hint": "pip install 'citeguard-agent[local]'"},
+            )
+        )
 
 
 def _normalized_keys(dates: Mapping[str, datetime]) -> dict[str, datetime]:
@@ -463,7 +947,11 @@ def check_freshness(
     ``search_dates`` maps a cited URL (as cited, normalised or final) to the published date a
     recorded search result gave it. ``score`` is the share of counted sources within the floor
     (1.0 when the regime has no floor). ``details`` carries the regime, cues, median recency,
-    floor and each URL's date and its source.
+    floor and each URL's date and its source (and, for a dated page, the search result's date
+    and the gap to it). The median takes the page's own date first (:func:`source_date`); when
+    a search result dated the page more than ``policy.date_disagreement_days`` from both its
+    published and modified dates, that is a ``freshness.date_disagreement`` warning: the user
+    saw one date in the results and the page says another.
     """
     if not policy.enabled:
         return AxisResult(
@@ -485,6 +973,9 @@ def check_freshness(
     stale: list[tuple[str, float | None]] = []
     counted = 0
     normalized_dates: dict[str, datetime] | None = None
+    max_gap = policy.date_disagreement_days
+    # (url, report, search date, days between it and the nearest page date)
+    disagreements: list[tuple[str, CitationReport, datetime, float]] = []
     for report in citations:
         if report.status.outcome is not Outcome.RESOLVES:
             continue
@@ -495,12 +986,17 @@ def check_freshness(
             or (dates.get(report.normalized_url) if report.normalized_url else None)
             or (dates.get(report.final_url) if report.final_url else None)
         )
-        if searched is None and dates and report.normalized_url:
+        if searched is None and dates and (report.normalized_url or report.final_url):
             if normalized_dates is None:
                 # Search APIs and answers may spell one URL differently (case, slashes).
                 normalized_dates = _normalized_keys(dates)
-            searched = normalized_dates.get(report.normalized_url)
+            searched = (
+                normalized_dates.get(report.normalized_url) if report.normalized_url else None
+            ) or _get_normalized(normalized_dates, report.final_url)
         date, source = source_date(report, searched)
+        gap = _date_gap(report, searched)
+        if gap is not None and max_gap is not None and gap > max_gap and searched is not None:
+            disagreements.append((url, report, as_aware(searched), gap))
         if date is None:
             undated.append(url)
             per_url[url] = {"date": None, "source": source, "recency_days": None}
@@ -512,6 +1008,9 @@ def check_freshness(
         days = max(0.0, (now - date).total_seconds() / 86400.0)
         recencies.append(days)
         per_url[url] = {"date": date.isoformat(), "source": source, "recency_days": round(days, 2)}
+        if searched is not None and source != "search":
+            per_url[url]["search_date"] = as_aware(searched).isoformat()
+            per_url[url]["search_gap_days"] = None if gap is None else round(gap, 2)
         if floor is not None and days > floor:
             stale.append((url, days))
 
@@ -522,6 +1021,7 @@ def check_freshness(
         "sources": per_url,
         "undated": undated,
     }
+    _regime_model_details(fc, details, findings)
     if counted == 0:
         details["reason"] = "no cited URL resolved; nothing to date"
     median: float | None = statistics.median(recencies) if recencies else None
@@ -585,6 +1085,32 @@ def check_freshness(
                 severity=Severity.WARNING,
                 axis="freshness",
                 details={"urls": undated},
+            )
+        )
+    # The date the user saw in the search results against the page's own dates.
+    for url, report, searched, gap in disagreements:
+        page_dates = {
+            "published": None if report.published is None else as_aware(report.published),
+            "modified": None if report.modified is None else as_aware(report.modified),
+        }
+        said = " and ".join(f"{kind} {_day(d)}" for kind, d in page_dates.items() if d is not None)
+        findings.append(
+            Finding(
+                code="freshness.date_disagreement",
+                message=(
+                    f"{url}: the search result dated it {_day(searched)}, but the page says "
+                    f"{said}, {_days(gap)} apart; the median recency uses the page's date"
+                ),
+                severity=Severity.WARNING,
+                axis="freshness",
+                url=url,
+                details={
+                    "search_date": searched.isoformat(),
+                    "page_published": _iso(page_dates["published"]),
+                    "page_modified": _iso(page_dates["modified"]),
+                    "gap_days": round(gap, 2),
+                    "max_gap_days": max_gap,
+                },
             )
         )
 
@@ -693,19 +1219,33 @@ _REGIME_CACHE_SIZE = 512
 
 
 class RegimeClassifier:
-    """The question's freshness regime, by the rules or by the judge the policy names.
+    """The question's freshness regime: by the judge the policy names, else by the learned
+    model (:class:`LearnedRegimeClassifier`, the default), else by the rules.
 
-    A judge is asked once per question (its answers are remembered, up to 512 questions, for
-    every attempt of the loop); a fallback because the judge was down is not remembered, so
-    the next check asks again.
+    ``model="default"`` builds a :class:`LearnedRegimeClassifier` when there is no judge;
+    ``model=None`` keeps the deterministic rules alone. The model runs in its own worker
+    thread and remembers its answers; without the ``local`` extra it falls back to the rules,
+    saying so in the result. A judge is asked once per question (its answers are remembered, up
+    to 512 questions, for every attempt of the loop); a fallback because the judge was down is
+    not remembered, so the next check asks again.
     """
 
-    def __init__(self, judge: JudgeFreshnessClassifier | None) -> None:
+    def __init__(
+        self,
+        judge: JudgeFreshnessClassifier | None,
+        *,
+        model: LearnedRegimeClassifier | Literal["default"] | None = "default",
+    ) -> None:
         self._judge = judge
+        if isinstance(model, str):
+            model = LearnedRegimeClassifier() if judge is None else None
+        self._model = model
         self._seen: dict[str, FreshnessClass] = {}
 
     async def classify(self, question: str, *, now: datetime) -> FreshnessClass:
         if self._judge is None:
+            if self._model is not None:
+                return await self._model.classify(question, now=now)
             return classify_freshness(question, now=now)
         hit = self._seen.get(question)
         if hit is not None:
@@ -717,9 +1257,16 @@ class RegimeClassifier:
                 del self._seen[next(iter(self._seen))]
         return fclass
 
+    async def warm_up(self) -> None:
+        """Load the regime model now (off the event loop) rather than in the first request."""
+        if self._judge is None and self._model is not None:
+            await self._model.warm_up()
+
     async def aclose(self) -> None:
         if self._judge is not None:
             await self._judge.aclose()
+        if self._model is not None:
+            await self._model.aclose()
 
 
 class FreshnessCheck:

@@ -21,6 +21,7 @@ Normalise a page once with :func:`prepare_text` and pass the :class:`PreparedTex
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from bisect import bisect_right
@@ -288,7 +289,9 @@ _KIND_TEXT = {
 # Quote matching
 # --------------------------------------------------------------------------------------------
 
-_ELLIPSIS_RE = re.compile(r"\s*(?:[\[(]\s*(?:…|\.\s?\.\s?\.)\s*[\])]|…|\.{3,})\s*")
+# A run of whitespace is tried from its start only ((?<!\s), possessive): one pass, not one
+# per space, over a quote of 20 000 spaces.
+_ELLIPSIS_RE = re.compile(r"(?<!\s)\s*+(?:[\[(]\s*+(?:…|\.\s?\.\s?\.)\s*+[\])]|…|\.{3,})\s*")
 _EDGE_STRIP = " \t\n\"'“”„‟«»‹›‘’‚`´.,;:!?()[]{}-–—*_"
 _MAX_QUOTE_CHARS = 20_000
 #: Fuzzy matching needs enough words to tell a typo from a different passage.
@@ -296,6 +299,12 @@ _MIN_FUZZY_TOKENS = 3
 #: Candidate windows aligned per quote piece (bounded work however repetitive the page).
 _MAX_CANDIDATES = 4
 _MAX_OCCURRENCES = 64
+#: Approximate alignment costs about the cube of the quote's length (5 000 characters take
+#: seconds): a longer quote piece is aligned as consecutive chunks of at most this many
+#: characters, each after the one before it.
+_FUZZY_CHUNK_CHARS = 500
+#: Elided pieces ("a … b … c") matched per quote; a quote with more is not checked.
+_MAX_QUOTE_PIECES = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,13 +331,91 @@ def _search_piece(
     i = norm.find(qn, start_at)
     if i >= 0:
         return _Hit(i, i + len(qn), 100.0, "normalised")
+    if len(qn) > _FUZZY_CHUNK_CHARS:
+        return _fuzzy_chunks(piece, page, start_at, policy)
     return _fuzzy(piece, qn, page, start_at, policy)
 
 
+def _chunks(piece: str, size: int) -> list[str]:
+    """``piece`` cut into consecutive chunks of about ``size`` characters, at most ``size``:
+    at a space where there is one, else in the middle of a word."""
+    count = -(-len(piece) // size)
+    target = -(-len(piece) // count)
+    out: list[str] = []
+    pos = 0
+    while len(piece) - pos > size:
+        cut = piece.rfind(" ", pos + 1, pos + target + 1)
+        if cut <= pos:
+            out.append(piece[pos : pos + target])
+            pos += target
+            continue
+        out.append(piece[pos:cut])
+        pos = cut + 1
+    out.append(piece[pos:])
+    return [c for c in out if c.strip(_EDGE_STRIP)]
+
+
+def _fuzzy_chunks(
+    piece: str, page: PreparedText, start_at: int, policy: PassagePolicy
+) -> _Hit | None:
+    """A long piece aligned chunk by chunk: the first anywhere from ``start_at``, each later one
+    just after the one before (a window of a few times its length), so the work is linear in the
+    piece's length however long it is."""
+    norm = page.norm
+    hits: list[_Hit] = []
+    kinds: list[str] = []
+    tokens: list[str] = []
+    pos, stop = start_at, len(norm)
+    for chunk in _chunks(piece, _FUZZY_CHUNK_CHARS):
+        qn = normalise(chunk).strip(_EDGE_STRIP)
+        if not qn:
+            continue
+        if hits:
+            stop = min(len(norm), pos + 3 * len(qn) + 64)
+        i = norm.find(qn, pos, stop)
+        found = (
+            _Hit(i, i + len(qn), 100.0, "normalised")
+            if i >= 0
+            else _fuzzy(chunk, qn, page, pos, policy, stop_at=stop)
+        )
+        if found is None:
+            return None
+        if hits:
+            # page words between two chunks are words the quote left out
+            spans = [m.span() for m in PASSAGE_TOKEN_RE.finditer(norm, pos, found.start)]
+            if spans:
+                gap = _classify(
+                    [(0, 0, 0, len(spans))],
+                    [],
+                    [],
+                    [norm[s:e] for s, e in spans],
+                    [page.text[page.to_orig_start(s) : page.to_orig_end(e)] for s, e in spans],
+                )
+                found = _Hit(found.start, found.end, found.score, "fuzzy", _merge(found.diff, gap))
+        hits.append(found)
+        pos = found.end
+    if not hits:
+        return None
+    for h in hits:
+        if h.diff is not None:
+            kinds.extend(k for k in h.diff.kinds if k not in kinds)
+            tokens.extend(h.diff.tokens)
+    how = "normalised" if all(h.how == "normalised" for h in hits) else "fuzzy"
+    diff = _Diff(tuple(kinds), tuple(tokens)) if how == "fuzzy" else None
+    return _Hit(hits[0].start, hits[-1].end, min(h.score for h in hits), how, diff)
+
+
+def _merge(a: _Diff | None, b: _Diff) -> _Diff:
+    if a is None:
+        return b
+    return _Diff(a.kinds + tuple(k for k in b.kinds if k not in a.kinds), a.tokens + b.tokens)
+
+
 def _candidate_starts(
-    qn: str, q_tokens: list[tuple[int, str]], norm: str, start_at: int
+    qn: str, q_tokens: list[tuple[int, str]], norm: str, start_at: int, stop_at: int | None = None
 ) -> list[int]:
-    """Where the quote could start in ``norm``, voted by its rarest words."""
+    """Where the quote could start in ``norm[start_at:stop_at]``, voted by its rarest words."""
+    stop = len(norm) if stop_at is None else stop_at
     distinct: dict[str, int] = {}
     for offset, tok in q_tokens:
         if len(tok) >= 3 or tok.isdigit():
@@ -337,7 +424,7 @@ def _candidate_starts(
         distinct = {tok: offset for offset, tok in q_tokens}
     counted = []
     for tok, offset in distinct.items():
-        count = norm.count(tok, start_at)
+        count = norm.count(tok, start_at, stop)
         if count:
             counted.append((count, -len(tok), tok, offset))
     counted.sort()
@@ -349,13 +436,13 @@ def _candidate_starts(
     for count, _, tok, offset in counted[:8]:
         if count > _MAX_OCCURRENCES and len(votes) > 0:
             continue
-        pos = norm.find(tok, start_at)
+        pos = norm.find(tok, start_at, stop)
         seen = 0
         while pos >= 0 and seen < _MAX_OCCURRENCES:
             guess = pos - offset
             votes.setdefault((0, guess // bucket), set()).add(tok)
             votes.setdefault((1, (guess + half) // bucket), set()).add(tok)
-            pos = norm.find(tok, pos + 1)
+            pos = norm.find(tok, pos + 1, stop)
             seen += 1
     if not votes:
         return []
@@ -373,7 +460,12 @@ def _candidate_starts(
 
 
 def _fuzzy(
-    piece: str, qn: str, page: PreparedText, start_at: int, policy: PassagePolicy
+    piece: str,
+    qn: str,
+    page: PreparedText,
+    start_at: int,
+    policy: PassagePolicy,
+    stop_at: int | None = None,
 ) -> _Hit | None:
     q_tok_spans = [(m.start(), m.group()) for m in PASSAGE_TOKEN_RE.finditer(qn)]
     if len(q_tok_spans) < _MIN_FUZZY_TOKENS:
@@ -386,7 +478,7 @@ def _fuzzy(
         q_cased = q_tokens  # lower() changed tokenisation (rare scripts): lose case info
     best: _Hit | None = None
     pad = max(24, len(qn) // 2)
-    for cand in _candidate_starts(qn, q_tok_spans, norm, start_at):
+    for cand in _candidate_starts(qn, q_tok_spans, norm, start_at, stop_at):
         w0 = max(start_at, cand - pad)
         w1 = min(len(norm), cand + len(qn) + 2 * pad)
         window = norm[w0:w1]
@@ -448,6 +540,12 @@ def _match_quote(quote: str, page: PreparedText, policy: PassagePolicy) -> Passa
     pieces = [p for p in _ELLIPSIS_RE.split(quote) if p.strip(_EDGE_STRIP)]
     if not pieces:
         return PassageMatch(found=False, score=0.0, reason="the quote is empty")
+    if len(pieces) > _MAX_QUOTE_PIECES:
+        return PassageMatch(
+            found=False,
+            score=0.0,
+            reason=f"the quote has more than {_MAX_QUOTE_PIECES} elided parts to check",
+        )
     if len(pieces) > 1:
         whole = normalise(quote).strip(_EDGE_STRIP)
         i = page.norm.find(whole) if whole else -1
@@ -610,16 +708,53 @@ class _SentenceIndex:
     __slots__ = ("df", "postings", "spans", "terms")
 
     def __init__(self, text: str) -> None:
-        spans = page_sentence_spans(text)
+        spans = page_sentence_spans(text)[:_MAX_INDEXED_SENTENCES]
         self.spans = spans
         self.terms: list[frozenset[str]] = []
         self.postings: dict[str, list[int]] = {}
+        # sentences with the same terms share one set, so windows over them score alike at once
+        shared: dict[frozenset[str], frozenset[str]] = {}
         for idx, (s, e) in enumerate(spans):
             terms = frozenset(_content_terms(text[s:e]))
+            terms = shared.setdefault(terms, terms)
             self.terms.append(terms)
             for t in terms:
                 self.postings.setdefault(t, []).append(idx)
         self.df = {t: len(ids) for t, ids in self.postings.items()}
+
+
+#: A claim's candidate sentences come from at most this many postings (its rarest terms first)
+#: and number at most so many (the best-scoring), however long the claim and the page.
+_MAX_PARAPHRASE_POSTINGS = 20_000
+_MAX_PARAPHRASE_SENTENCES = 1_000
+#: Sentences of a page indexed for paraphrase search (a 20 MB page is cut near 10 MB).
+_MAX_INDEXED_SENTENCES = 200_000
+
+
+def _paraphrase_candidates(
+    index: _SentenceIndex, claim_terms: list[str], weights: dict[str, float]
+) -> list[int]:
+    """The sentences that hold a claim term, in page order: all of them, unless there are more
+    than the bounds allow; then the best by the weight of the claim terms each holds."""
+    lists = [ids for ids in (index.postings.get(t) for t in claim_terms) if ids]
+    if sum(len(ids) for ids in lists) <= _MAX_PARAPHRASE_POSTINGS:
+        hits = set().union(*lists)
+        if len(hits) <= _MAX_PARAPHRASE_SENTENCES:
+            return sorted(hits)
+    scores: dict[int, float] = {}
+    budget = _MAX_PARAPHRASE_POSTINGS
+    for t in sorted((t for t in claim_terms if t in index.postings), key=index.df.__getitem__):
+        # rarest first; the first term past the budget counts in its first sentences only, and
+        # the rest (commoner still: they weigh little and would cost the most) not at all
+        ids = index.postings[t][:budget]
+        budget -= len(ids)
+        w = weights[t]
+        for i in ids:
+            scores[i] = scores.get(i, 0.0) + w
+        if budget <= 0:
+            break
+    best = heapq.nlargest(_MAX_PARAPHRASE_SENTENCES, scores, key=scores.__getitem__)
+    return sorted(best)
 
 
 def find_paraphrase(
@@ -649,23 +784,44 @@ def find_paraphrase(
     n = len(index.spans)
     weights = {t: math.log(1.0 + (n + 1) / (index.df.get(t, 0) + 0.5)) for t in claim_terms}
     total = sum(weights.values())
-    hit_sentences: set[int] = set()
-    for t in claim_terms:
-        hit_sentences.update(index.postings.get(t, ()))
     best_sim = 0.0
     best_span = (-1, -1)
     claim_set = frozenset(claim_terms)
-    for i in sorted(hit_sentences):
+    inter: dict[int, frozenset[str]] = {}  # a sentence's claim terms, for every window holding it
+    # each window is scored once, and windows of the same sentences' terms share a score (a page
+    # that repeats one sentence a thousand times costs one window, not three thousand)
+    scored: dict[int | tuple[int, int, int], float] = {}
+    terms = index.terms
+    # a candidate whose neighbourhood (two sentences either side, and the page's ends) has the
+    # same term sets as an earlier one's has windows scoring exactly as those did: none can win
+    hoods: set[tuple[int, ...]] = set()
+    for i in _paraphrase_candidates(index, claim_terms, weights):
+        hood = (min(i, 2), min(n - 1 - i, 2), *map(id, terms[max(0, i - 2) : i + 3]))
+        if hood in hoods:
+            continue
+        hoods.add(hood)
         for size in (1, 2, 3):
             for first in range(max(0, i - size + 1), i + 1):
                 last = first + size
                 if last > n:
                     continue
-                covered: set[str] = set()
-                for k in range(first, last):
-                    covered |= index.terms[k] & claim_set
+                # the window's sentences' term sets (shared when equal); 0: no third sentence
+                parts = (
+                    id(terms[first])
+                    if size == 1
+                    else (id(terms[first]), id(terms[first + 1]), id(terms[last - 1]) * (size - 2))
+                )
+                weight = scored.get(parts)
+                if weight is None:
+                    covered: set[str] = set()
+                    for k in range(first, last):
+                        got = inter.get(k)
+                        if got is None:
+                            got = inter[k] = terms[k] & claim_set
+                        covered |= got
+                    weight = scored[parts] = sum(weights[t] for t in covered)
                 # a slight preference for shorter windows among equal coverage
-                sim = sum(weights[t] for t in covered) / total - 0.01 * (size - 1)
+                sim = weight / total - 0.01 * (size - 1)
                 if sim > best_sim:
                     best_sim = sim
                     best_span = (index.spans[first][0], index.spans[last - 1][1])

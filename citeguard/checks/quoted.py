@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from citeguard.checks._consistency import STOPWORDS
 
@@ -50,7 +51,7 @@ _FRAME_WORDS: frozenset[str] = frozenset(
     wiki wikipedia encyclopedia reference references official officials spokesperson
     researchers research team company agency organisation organization government
     ministry department office writer writers reporter reporters editors editor
-    here there following quote unquote verbatim literally directly exactly
+    here there following quote unquote verbatim literally directly exactly number
     also further furthermore moreover additionally notably specifically explicitly
     clearly simply plainly just as com org net gov edu io co uk www http https
     """.split()  # noqa: SIM905
@@ -63,6 +64,8 @@ _QUALIFIERS: frozenset[str] = frozenset(
     weren't doesn't don't didn't hasn't haven't hadn't shouldn't wouldn't couldn't
     hardly rarely seldom barely scarcely allegedly reportedly supposedly falsely
     wrongly mistakenly untrue myth false unproven unlikely without
+    nicht kein keine keinen keinem keiner keines nie niemals kaum
+    pas jamais ne guère nunca jamás tampoco nessuno niet geen nooit
     """.split()  # noqa: SIM905
 )
 # "whether or not", "not only", "no doubt": a negation word that negates nothing
@@ -82,7 +85,16 @@ def _fold(text: str) -> str:
     return " ".join(_words(text))
 
 
-def residual_claim(claim_text: str, quote: str, *, source_words: Iterable[str] = ()) -> str | None:
+class Residual(NamedTuple):
+    """What a quoting claim adds outside its quote: its words in order, and the content ones."""
+
+    text: str
+    content: tuple[str, ...]
+
+
+def residual_claim(
+    claim_text: str, quote: str, *, source_words: Iterable[str] = ()
+) -> Residual | None:
     """The content a quoting claim adds outside its quote, or ``None`` when it adds none.
 
     ``source_words`` name the source (its domain labels, its title, the link text): like the
@@ -92,17 +104,51 @@ def residual_claim(claim_text: str, quote: str, *, source_words: Iterable[str] =
     """
     folded_claim, folded_quote = _fold(claim_text), _fold(quote)
     if not folded_quote:
-        return claim_text
+        return Residual(claim_text, tuple(_words(claim_text)))
     at = folded_claim.find(folded_quote)
     if at < 0:
-        return claim_text
-    rest = (folded_claim[:at] + " " + folded_claim[at + len(folded_quote) :]).split()
+        return Residual(claim_text, tuple(_words(claim_text)))
+    rest = _without_source_numbers(
+        (folded_claim[:at] + " " + folded_claim[at + len(folded_quote) :]).split()
+    )
     ignore = _FRAME_WORDS | STOPWORDS | {w for s in source_words for w in _words(s)}
-    content = [w for w in rest if w not in ignore and not (len(w) == 1 and w.isalpha())]
+    content = tuple(w for w in rest if w not in ignore and not (len(w) == 1 and w.isalpha()))
     if not content:
         return None
     # keep the claim's own words around the quote, in order, for the entailer to read
-    return " ".join(w for w in rest if w not in _FRAME_WORDS or w in content)
+    return Residual(" ".join(w for w in rest if w not in _FRAME_WORDS or w in content), content)
+
+
+# "source 3 says", "reference no. 2 notes": a number that names the source, not a fact
+_SOURCE_NAMING = frozenset({"source", "sources", "number", "no", "reference", "ref", "citation"})
+
+
+def _without_source_numbers(words: list[str]) -> list[str]:
+    return [
+        w
+        for i, w in enumerate(words)
+        if not (w.isdigit() and len(w) <= 3 and i > 0 and words[i - 1] in _SOURCE_NAMING)
+    ]
+
+
+def words_in(window: str, words: Iterable[str], *, sentence: str | None = None) -> bool:
+    """Whether every one of ``words`` stands in ``window`` (case-folded, whole words) and
+    ``sentence`` (the quote's own sentence; default the window) negates or hedges nothing the
+    words do not."""
+    wanted = set(words)
+    if not wanted <= set(_words(window)):
+        return False
+    around = set(_words(window if sentence is None else sentence))
+    return not ((around & _QUALIFIERS) - wanted)
+
+
+def sentence_around(text: str, start: int, end: int, *, cap: int = 400) -> str:
+    """The sentence(s) of ``text`` holding ``[start, end)``, reading at most ``cap`` characters
+    either side."""
+    lo, hi = max(0, start - cap), min(len(text), end + cap)
+    before = list(_SENTENCE_END_RE.finditer(text, lo, start))
+    after = _SENTENCE_END_RE.search(text, end, hi)
+    return text[before[-1].end() if before else lo : after.end() if after else hi]
 
 
 def dropped_qualifier(page_text: str, start: int) -> str | None:
@@ -135,4 +181,11 @@ def strip_quote_marks(text: str) -> str:
     return text.strip().strip(_QUOTE_CHARS).strip()
 
 
-__all__ = ["dropped_qualifier", "residual_claim", "strip_quote_marks"]
+__all__ = [
+    "Residual",
+    "dropped_qualifier",
+    "residual_claim",
+    "sentence_around",
+    "strip_quote_marks",
+    "words_in",
+]

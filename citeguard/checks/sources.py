@@ -31,12 +31,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Final, NamedTuple
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from citeguard.models import CitationReport, Page
+from citeguard.web.urls import UrlProblem, host_of, normalize_url
 
 __all__ = [
     "PRIMARY_CATEGORIES",
@@ -669,17 +670,19 @@ _SIMPLE_URL_RE = re.compile(r"https?://([A-Za-z0-9.-]+)(?::\d+)?(?=[/?#]|$)([^?#
 def host_and_path(url: str) -> tuple[str, str]:
     """Lowercase host (less ``www.``) and lowercase path of ``url``; ``("", "")`` if none."""
     # Normalised http(s) URLs with a plain host are nearly all of them: a regex is several
-    # times cheaper than urlsplit. Anything else (userinfo, IPv6, IDN) takes the full parser.
+    # times cheaper than a parser. Anything else (userinfo, IPv6, IDN, a backslash) is read the
+    # way a browser reads it (WHATWG, through the one canonicaliser).
     m = _SIMPLE_URL_RE.match(url)
     if m is not None:
         host = m.group(1).lower().rstrip(".")
         return host.removeprefix("www."), m.group(2).lower()
     try:
-        parts = urlsplit(url.strip())
-        host = (parts.hostname or "").rstrip(".")
-    except ValueError:
-        return "", ""
-    return host.removeprefix("www."), parts.path.lower()
+        canonical = normalize_url(url)
+    except UrlProblem:
+        return host_of(url).removeprefix("www."), ""
+    m = _SIMPLE_URL_RE.match(canonical)
+    path = m.group(2).lower() if m is not None else urlsplit(canonical).path.lower()
+    return host_of(canonical).removeprefix("www."), path
 
 
 def _suffixes(host: str) -> list[str]:
@@ -707,6 +710,25 @@ def _from_types(page_types: Sequence[str]) -> tuple[bool, str, str] | None:
     return secondary
 
 
+_Index = tuple[dict[str, tuple[int, ...]], tuple[int, ...]]
+
+
+def _index(table: Sequence[SourceRule]) -> _Index:
+    """Positions of the entries listing each domain, and of the entries listing none: a URL
+    is tried only against the entries that can match its host, in table order."""
+    by_domain: dict[str, list[int]] = {}
+    domainless: list[int] = []
+    for i, rule in enumerate(table):
+        if not rule.domains:
+            domainless.append(i)
+        for d in rule.domains:
+            by_domain.setdefault(d, []).append(i)
+    return {d: tuple(v) for d, v in by_domain.items()}, tuple(domainless)
+
+
+_SOURCE_INDEX: Final[_Index] = _index(SOURCE_TABLE)
+
+
 def _classify(
     host: str,
     path: str,
@@ -716,7 +738,10 @@ def _classify(
 ) -> tuple[bool, str, str, SourceRule | None]:
     """The first entry of ``table`` that matches; plain tuples to stay cheap."""
     suffixes = _suffixes(host)
-    for rule in table:
+    index = _SOURCE_INDEX if table is SOURCE_TABLE else _index(table)
+    by_domain, domainless = index
+    candidates = sorted({*domainless, *(i for s in suffixes for i in by_domain.get(s, ()))})
+    for rule in (table[i] for i in candidates):
         matched = host
         if rule.domains:
             if rule.domains.isdisjoint(suffixes):

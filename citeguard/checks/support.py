@@ -184,7 +184,7 @@ class MiniLMEncoder:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise MissingExtraError("sentence-transformers", "local") from exc
-                from citeguard.checks.entail import bundled_model_path
+                from citeguard.checks.minilm import bundled_model_path
 
                 if self._threads:
                     torch.set_num_threads(self._threads)

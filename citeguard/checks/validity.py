@@ -7,11 +7,19 @@ and extracted pages come in, an :class:`AxisResult` and reports come out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import re
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from citeguard.checks.base import AnnotatorKind, CheckContext, is_llm_backend
-from citeguard.checks.entail import Entailer, evidence_windows
+from citeguard.checks.entail import (
+    Entailer,
+    EntailmentRequest,
+    evidence_windows,
+    score_requests,
+)
 from citeguard.checks.freshness import find_caveat
 from citeguard.checks.passage import (
     PreparedText,
@@ -19,6 +27,12 @@ from citeguard.checks.passage import (
     find_passage,
     prepare_text,
     text_fragment_url,
+)
+from citeguard.checks.quoted import (
+    dropped_qualifier,
+    residual_claim,
+    sentence_around,
+    words_in,
 )
 from citeguard.models import (
     Answer,
@@ -38,9 +52,11 @@ from citeguard.models import (
     Verdict,
 )
 from citeguard.policy import Policy
-from citeguard.web.urls import registrable_domain
+from citeguard.web.soft404 import soft_404_reason
+from citeguard.web.urls import UrlProblem, host_of, normalize_url, registrable_domain
 
 _PASS_STATUSES = frozenset({CitationStatus.OK})
+_WORDS_RE = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 
 
 @dataclass
@@ -49,6 +65,11 @@ class _Pair:
     url: str
     claim_text: str
     quote: str | None
+    # the words naming the source (its link text): attribution, not content
+    label: str | None = None
+    # what the entailer judges: the claim, or what a verified quote leaves of it
+    judged: str | None = None
+    verified: bool = False  # the passage step ran
     status: CitationStatus = CitationStatus.OK
     reason: str = "ok"
     passage: PassageMatch | None = None
@@ -143,6 +164,266 @@ def _failed_passage(match: PassageMatch, quoted: bool) -> tuple[CitationStatus, 
     return CitationStatus.PASSAGE_MISSING, match.reason or "paraphrase drifts too far from the page"
 
 
+def _relevant(pair: _Pair, match: PassageMatch, policy: Policy) -> bool:
+    """Whether a paraphrase below the threshold still covers enough of the page to judge."""
+    return (
+        not pair.quote
+        and match.how == "paraphrase"
+        and not match.altered
+        and match.score >= policy.passage.relevance_floor * 100.0
+    )
+
+
+def _quote_as_evidence(pair: _Pair, page: Page, window_chars: int) -> bool:
+    """A verified quote is evidence: settle the pair when the quote decides it.
+
+    Sets ``QUOTE_OUT_OF_CONTEXT`` when the page negates or hedges the quoted words right before
+    them and the claim drops that word; marks the pair supported when the claim adds nothing to
+    the quote but attribution, or only words that stand in the passage around it (a speaker's
+    name, say); otherwise leaves what the claim adds for the entailer to judge
+    (``pair.judged``). True when the pair is settled.
+    """
+    match = pair.passage
+    if match is None or pair.quote is None:
+        return False
+    qualifier = dropped_qualifier(page.text, match.start)
+    claim_words = set(_WORDS_RE.findall(pair.claim_text.casefold().replace("’", "'")))
+    if qualifier is not None and qualifier not in claim_words:
+        pair.status = CitationStatus.QUOTE_OUT_OF_CONTEXT
+        pair.reason = (
+            f"the page has {qualifier!r} right before the quoted words, and the claim drops it"
+        )
+        return True
+    host = host_of(pair.url)
+    source_words = [host.replace(".", " "), page.title or "", pair.label or ""]
+    residual = residual_claim(pair.claim_text, pair.quote, source_words=source_words)
+    reason = "the quote is on the page and the claim adds only attribution to it"
+    if residual is not None:
+        window = _evidence_window(page.text, match, window_chars)
+        sentence = sentence_around(page.text, match.start, match.end)
+        if not words_in(window, residual.content, sentence=sentence):
+            pair.judged = residual.text  # the entailer judges what the claim adds
+            return False
+        reason = "the quote is on the page, and the words the claim adds are in the passage"
+    pair.entailment = EntailmentScore(
+        label="supported",
+        score=1.0,
+        probabilities={"supported": 1.0},
+        evidence=match.matched_text,
+        backend="quote",
+        reason=reason,
+    )
+    return True
+
+
+def uncited_references(answer: Answer) -> dict[str, str]:
+    """Reference-list entries no marker cites, normalised URL → URL as written: the user still
+    sees and can click them, so the guard checks that they resolve."""
+    out: dict[str, str] = {}
+    cited = set(answer.urls)
+    for f in answer.findings:
+        if f.code != "unused_reference" or not f.url:
+            continue
+        try:
+            key = normalize_url(f.url)
+        except UrlProblem:
+            continue
+        if key not in cited:
+            out.setdefault(key, f.url)
+    return out
+
+
+def build_pairs(answer: Answer) -> list[_Pair]:
+    """One pair per (claim, distinct cited URL), in claim order."""
+    pairs: list[_Pair] = []
+    for claim in answer.claims:
+        seen: set[str] = set()
+        ctext = claim_text_without_markers(answer, claim)
+        for ci in claim.citation_indices:
+            cit = answer.citations[ci]
+            key = cit.normalized_url or cit.url
+            if key in seen:
+                continue
+            seen.add(key)
+            pairs.append(
+                _Pair(claim=claim, url=key, claim_text=ctext, quote=cit.quote, label=cit.label)
+            )
+    return pairs
+
+
+def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, judged: bool) -> None:
+    """The passage step for one pair on a page that resolved: find the quote or paraphrase,
+    settle what a verified quote settles, and pick the evidence the entailer will read.
+    ``judged`` says whether an entailer will see the pair. Sub-millisecond for typical pages
+    (the page's text was normalised once, off the loop, when it was extracted)."""
+    pair.verified = True
+    page = ext.page
+    if policy.passage.check_passages and (pair.quote or pair.claim_text):
+        match = _passage_for(pair, ext, policy)
+        pair.passage = match
+        failed = _failed_passage(match, quoted=bool(pair.quote))
+        if failed is not None and judged and _relevant(pair, match, policy):
+            # a loose paraphrase of a page that covers the claim: the entailer decides,
+            # reading the page's best windows
+            pair.evidence = page.text
+            return
+        if failed is not None:
+            pair.status, pair.reason = failed
+            return
+        if pair.quote and policy.passage.require_main_text and match.in_main_text is False:
+            pair.status = CitationStatus.PASSAGE_MISSING
+            pair.reason = "the quote is only in the page's boilerplate, not its main text"
+            return
+        verified = match.how in ("exact", "normalised")
+        window_chars = policy.entailment.window_chars
+        if pair.quote and verified and _quote_as_evidence(pair, page, window_chars):
+            return
+    pair.evidence = _evidence_window(page.text, pair.passage, policy.entailment.window_chars)
+
+
+def _wants_score(pair: _Pair) -> bool:
+    return pair.status is CitationStatus.OK and bool(pair.evidence) and pair.entailment is None
+
+
+def _apply_score(pair: _Pair, score: EntailmentScore) -> None:
+    pair.entailment = score
+    if score.label != "supported":
+        pair.status = CitationStatus.NOT_ENTAILED
+        pair.reason = (
+            f"the page contradicts the claim ({score.reason})"
+            if score.label == "contradicted"
+            else f"the passage does not support the claim ({score.reason})"
+        ).replace(" ()", "")
+
+
+class ScoreCache:
+    """Entailment scores by (backend, claim, evidence), shared by a Guard's runs and attempts:
+    attempt 2 of an answer that keeps most of attempt 1's claims scores only the new ones.
+    A bounded LRU (``size`` entries)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._scores: OrderedDict[tuple[str, str, str], EntailmentScore] = OrderedDict()
+
+    def get(self, key: tuple[str, str, str]) -> EntailmentScore | None:
+        hit = self._scores.get(key)
+        if hit is not None:
+            self._scores.move_to_end(key)
+        return hit
+
+    def put(self, key: tuple[str, str, str], score: EntailmentScore) -> None:
+        self._scores[key] = score
+        self._scores.move_to_end(key)
+        while len(self._scores) > self._size:
+            self._scores.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._scores)
+
+
+async def score_pairs(
+    entailer: Entailer, pairs: Sequence[_Pair], *, cache: ScoreCache | None = None
+) -> None:
+    """Score ``pairs`` in one batch (what ``cache`` already knows is not sent again)."""
+    todo: list[tuple[_Pair, tuple[str, str, str]]] = []
+    for p in pairs:
+        key = (entailer.name, p.judged or p.claim_text, p.evidence or "")
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:
+            _apply_score(p, hit)
+        else:
+            todo.append((p, key))
+    if not todo:
+        return
+    requests = [
+        EntailmentRequest(key[1], key[2], page=p.url, claim_id=str(p.claim.index))
+        for p, key in todo
+    ]
+    scores = await score_requests(entailer, requests)
+    for (p, key), score in zip(todo, scores, strict=True):
+        if cache is not None:
+            cache.put(key, score)
+        _apply_score(p, score)
+
+
+class EarlyValidity:
+    """The validity work of one check, begun page by page as pages arrive.
+
+    The Guard calls :meth:`page_arrived` for each page the moment its fetch completes; once
+    the page is extracted, its pairs are verified (passage step) and handed to the entailer.
+    Pages that arrive while the entailer is busy join the next batch, so scoring is batched
+    across pages and hides behind the wait for the slowest URL. :func:`check_validity` then
+    finishes what is left: pages that never arrived early, and the roll-up.
+    """
+
+    def __init__(
+        self,
+        answer: Answer,
+        *,
+        policy: Policy,
+        entailer: Entailer | None,
+        excluded: frozenset[str] = frozenset(),
+        cache: ScoreCache | None = None,
+    ) -> None:
+        self.pairs = build_pairs(answer)
+        self._by_url: dict[str, list[_Pair]] = {}
+        for p in self.pairs:
+            self._by_url.setdefault(p.url, []).append(p)
+        self._policy = policy
+        self._entailer = entailer if policy.entailment.check_entailment else None
+        self._excluded = excluded
+        self._cache = cache
+        self._verifying: list[asyncio.Task[None]] = []
+        self._pending: list[_Pair] = []
+        self._scoring: asyncio.Task[None] | None = None
+        self._batches: list[asyncio.Task[None]] = []
+
+    def page_arrived(
+        self, url: str, res: FetchResult, job: asyncio.Future[ExtractedPage | None] | None
+    ) -> None:
+        """Begin the work for ``url`` once ``job`` (its extraction) is done."""
+        if url in self._excluded or not self._by_url.get(url) or job is None:
+            return
+        if res.status is not CitationStatus.OK:
+            return
+        self._verifying.append(asyncio.ensure_future(self._verify(url, job)))
+
+    async def _verify(self, url: str, job: asyncio.Future[ExtractedPage | None]) -> None:
+        ext = await asyncio.shield(job)
+        if ext is None or ext.page.kind == "unsupported":
+            return  # check_validity gives the status
+        judged = self._entailer is not None
+        for pair in self._by_url[url]:
+            if not pair.verified:
+                verify_pair(pair, ext, self._policy, judged=judged)
+        if self._entailer is not None:
+            self._pending.extend(p for p in self._by_url[url] if _wants_score(p))
+            if self._scoring is None or self._scoring.done():
+                self._scoring = asyncio.ensure_future(self._drain(self._entailer))
+                self._batches.append(self._scoring)
+
+    async def _drain(self, entailer: Entailer) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            await score_pairs(entailer, batch, cache=self._cache)
+
+    async def verified(self) -> None:
+        """Wait for every page that arrived to be verified."""
+        if self._verifying:
+            await asyncio.gather(*self._verifying)
+
+    async def scored(self) -> None:
+        """Wait for every batch handed to the entailer."""
+        while self._batches:
+            batches, self._batches = self._batches, []
+            await asyncio.gather(*batches)
+
+    def cancel(self) -> None:
+        """Stop the work still running (the check was cancelled or failed)."""
+        for task in (*self._verifying, *self._batches):
+            task.cancel()
+
+
 async def check_validity(
     answer: Answer,
     fetched: Mapping[str, FetchResult],
@@ -152,12 +433,19 @@ async def check_validity(
     entailer: Entailer | None,
     excluded: frozenset[str] = frozenset(),
     retrieved: frozenset[str] | None = None,
+    early: EarlyValidity | None = None,
+    cache: ScoreCache | None = None,
+    soft_404s: Mapping[str, str] | None = None,
 ) -> ValidityOutcome:
     """Compose resolution, passage presence and entailment into the validity axis.
 
     ``fetched`` and ``extracted`` are keyed by normalised URL. ``retrieved`` is the set of
     normalised URLs that recorded searches returned (None when no search was recorded).
+    ``early`` holds the pairs of pages verified and scored as they arrived (the Guard's
+    pipeline); ``cache`` the scores of earlier attempts; ``soft_404s`` the pages found to be
+    their host's catch-all page (URL → reason).
     """
+    soft_404s = soft_404s or {}
     pages = {u: e.page for u, e in extracted.items()}
     findings: list[Finding] = list(answer.findings)
     url_status: dict[str, tuple[CitationStatus, str]] = {}
@@ -180,12 +468,16 @@ async def check_validity(
                 (
                     f
                     for f in answer.findings
-                    if f.url == c.url and f.code in ("blocked_scheme", "malformed_url")
+                    if f.url == c.url
+                    and f.code in ("blocked_scheme", "malformed_url", "not_checkable")
                 ),
                 None,
             )
             if bad is not None and bad.code == "blocked_scheme":
                 url_status[key] = (CitationStatus.BLOCKED_SCHEME, bad.message)
+            elif bad is not None and bad.code == "not_checkable":
+                # a provider's document citation with no URL (citeguard.providers)
+                url_status[key] = (CitationStatus.NOT_CHECKABLE, bad.message)
             else:
                 reason = bad.message if bad is not None else "the URL cannot be parsed"
                 url_status[key] = (CitationStatus.MALFORMED_URL, reason)
@@ -210,60 +502,30 @@ async def check_validity(
                         CitationStatus.UNSUPPORTED_TYPE,
                         f"cannot read the page (content type {res.content_type or 'unknown'})",
                     )
+                elif res.status is CitationStatus.OK and page is not None:
+                    soft = soft_404_reason(page) or soft_404s.get(c.normalized_url)
+                    if soft is not None:
+                        url_status[key] = (CitationStatus.SOFT_404, soft)
 
-    # 2. per (claim, URL) pairs on resolving pages
-    pairs: list[_Pair] = []
-    for claim in answer.claims:
-        seen: set[str] = set()
-        ctext = claim_text_without_markers(answer, claim)
-        for ci in claim.citation_indices:
-            cit = answer.citations[ci]
-            key = cit.normalized_url or cit.url
-            if key in seen:
-                continue
-            seen.add(key)
-            pair = _Pair(claim=claim, url=key, claim_text=ctext, quote=cit.quote)
-            st, why = url_status.get(key, (CitationStatus.MALFORMED_URL, "unknown URL"))
-            if st is not CitationStatus.OK:
-                pair.status, pair.reason = st, why
-            pairs.append(pair)
-
-    check_passages = policy.passage.check_passages
+    # 2. per (claim, URL) pairs on resolving pages (pages that arrived early were verified then)
+    pairs = early.pairs if early is not None else build_pairs(answer)
+    if early is not None:
+        await early.verified()
     for pair in pairs:
-        if pair.status is not CitationStatus.OK:
-            continue
+        st, why = url_status.get(pair.url, (CitationStatus.MALFORMED_URL, "unknown URL"))
+        if st is not CitationStatus.OK:
+            pair.status, pair.reason = st, why
+    judge = entailer if policy.entailment.check_entailment else None
+    for pair in pairs:
         ext = extracted.get(pair.url)
-        if ext is None:
-            continue
-        page = ext.page
-        if check_passages and (pair.quote or pair.claim_text):
-            match = _passage_for(pair, ext, policy)
-            pair.passage = match
-            failed = _failed_passage(match, quoted=bool(pair.quote))
-            if failed is not None:
-                pair.status, pair.reason = failed
-                continue
-            if pair.quote and policy.passage.require_main_text and match.in_main_text is False:
-                pair.status = CitationStatus.PASSAGE_MISSING
-                pair.reason = "the quote is only in the page's boilerplate, not its main text"
-                continue
-        pair.evidence = _evidence_window(page.text, pair.passage, policy.entailment.window_chars)
+        if pair.status is CitationStatus.OK and not pair.verified and ext is not None:
+            verify_pair(pair, ext, policy, judged=judge is not None)
 
-    # 3. entailment, batched across the whole answer
-    to_score = [
-        p for p in pairs if p.status is CitationStatus.OK and p.evidence and entailer is not None
-    ]
-    if to_score and entailer is not None and policy.entailment.check_entailment:
-        scores = await entailer.score([(p.claim_text, p.evidence or "") for p in to_score])
-        for p, s in zip(to_score, scores, strict=True):
-            p.entailment = s
-            if s.label != "supported":
-                p.status = CitationStatus.NOT_ENTAILED
-                p.reason = (
-                    f"the page contradicts the claim ({s.reason})"
-                    if s.label == "contradicted"
-                    else f"the passage does not support the claim ({s.reason})"
-                ).replace(" ()", "")
+    # 3. entailment, batched across the whole answer (and begun per page as pages arrived)
+    if early is not None:
+        await early.scored()
+    if judge is not None:
+        await score_pairs(judge, [p for p in pairs if _wants_score(p)], cache=cache)
 
     # 4. roll up per claim
     claim_reports: list[ClaimReport] = []
@@ -374,6 +636,26 @@ async def check_validity(
         if fails:
             offenders.add(key)
 
+    # 6. reference-list entries nothing cites: shown to the user, so they must resolve too
+    for key, raw in uncited_references(answer).items():
+        res = fetched.get(key)
+        if key in excluded or res is None or res.status.is_ok():
+            continue
+        broken = res.status.outcome is Outcome.BROKEN
+        findings.append(
+            Finding(
+                code="uncited_reference_broken" if broken else "uncited_reference_unverifiable",
+                message=f"{raw} (listed in the references, cited nowhere): {res.reason}",
+                severity=Severity.ERROR if broken else Severity.WARNING,
+                axis="validity",
+                url=raw,
+                details={"status": res.status.value},
+            )
+        )
+        if broken:
+            offenders.add(key)
+            raw_url.setdefault(key, raw)
+
     n = len(reports)
     ok = sum(1 for r in reports if r.status in _PASS_STATUSES)
     cited_claims = [c for c in claim_reports if c.supported is not None]
@@ -399,20 +681,28 @@ async def check_validity(
                 axis="validity",
             )
         )
-    if n == 0:
+    too_few = n < policy.min_citations
+    if n == 0 or too_few:
         findings.append(
             Finding(
-                code="no_citations",
-                message="the answer cites no sources",
-                severity=Severity.WARNING,
+                code="no_citations" if n == 0 else "too_few_citations",
+                message=(
+                    "the answer cites no sources"
+                    if n == 0
+                    else f"the answer cites {n} source(s); the policy asks for at least "
+                    f"{policy.min_citations}"
+                ),
+                severity=Severity.ERROR if too_few else Severity.WARNING,
                 axis="validity",
             )
         )
+    # an error finding fails its axis (a marker citing no reference, a bad URL, no sources)
+    errors = any(f.severity is Severity.ERROR and f.axis in (None, "validity") for f in findings)
     axis = AxisResult(
         name="validity",
-        passed=not offenders and share_ok,
+        passed=not offenders and share_ok and not errors,
         score=(ok / n) if n else None,
-        evaluated=n > 0,
+        evaluated=n > 0 or too_few,
         findings=findings,
         offending_urls=sorted(raw_url[k] for k in offenders),
         details={
@@ -466,4 +756,10 @@ class ValidityCheck:
         return None
 
 
-__all__ = ["ValidityCheck", "ValidityOutcome", "check_validity", "claim_text_without_markers"]
+__all__ = [
+    "ValidityCheck",
+    "ValidityOutcome",
+    "check_validity",
+    "claim_text_without_markers",
+    "uncited_references",
+]

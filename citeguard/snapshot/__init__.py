@@ -1,13 +1,16 @@
 """Snapshots: record every web interaction once, so CI replays it offline and never flakes.
 
 Two runs of the same prompt hours apart return different URLs and pages; a gate that goes to the
-network in CI flakes for reasons unrelated to the agent. A :class:`SnapshotStore` keeps three
+network in CI flakes for reasons unrelated to the agent. A :class:`SnapshotStore` keeps four
 layers, each keyed so a replay finds exactly what was recorded:
 
 * **search**: provider + literal query → the full result JSON (:class:`SearchRecord`);
 * **fetch**: method + normalised URL → status, reason, headers, redirect chain, final URL,
   timestamp, and the body (zlib-compressed, stored once by sha256);
-* **extraction**: URL + extractor version → the extracted :class:`Page`.
+* **extraction**: URL + extractor version → the extracted :class:`Page`;
+* **judge**: sha256 of (model, system prompt, user prompt) → the LLM judge's reply object (or
+  the error it ended with) and its token usage (:class:`JudgeRecord`), so a replayed run gives
+  the same verdict with no judge running.
 
 Modes (:class:`SnapshotMode`): ``live`` (no store), ``record`` (live, and write everything),
 ``replay`` (read only; a miss is a :class:`~citeguard.errors.SnapshotMiss` naming the URL or
@@ -22,6 +25,14 @@ shows which pages changed and which verdicts moved.
 
 Backends: :class:`SQLiteSnapshotStore` (one file, WAL; the default) and
 :class:`RedisSnapshotStore` (many replicas, one cache; extra ``redis``).
+
+Integrity: every entry is stored with a sha256 checksum over all of it
+(:func:`entry_checksum`: layer, key, version, body hash, time, data) and every body under its
+own sha256. A read checks before it uses anything: a damaged entry raises
+:class:`SnapshotEntryCorrupt` naming its layer and key, never a different value.
+:meth:`SnapshotStore.verify` checks every entry and body and lists *all* the damage
+(:class:`VerifyReport`, :class:`SnapshotDamaged`). Stores written before checksums existed are
+read as before and reported as *unchecked*; :meth:`SnapshotStore.seal` gives them checksums.
 
 Gating tests on snapshots (pytest plugin, registered as ``pytest11`` entry point ``citeguard``)::
 
@@ -74,15 +85,23 @@ from citeguard.snapshot.base import (
     AxisMove,
     AxisSummary,
     CaseBaseline,
+    DamagedEntry,
+    EntryRef,
     FetchEntry,
+    JudgeRecord,
     PageChange,
     SearchChange,
+    SnapshotDamaged,
     SnapshotDiff,
+    SnapshotEntryCorrupt,
     SnapshotMode,
     SnapshotStore,
     VerdictChange,
+    VerifyReport,
     VersionDetail,
     VersionInfo,
+    entry_checksum,
+    judge_key,
     snapshot_url_key,
 )
 from citeguard.snapshot.replay import (
@@ -105,23 +124,31 @@ __all__ = [
     "AxisSummary",
     "CaseBaseline",
     "CaseSnapshot",
+    "DamagedEntry",
+    "EntryRef",
     "FetchEntry",
     "FetcherLike",
+    "JudgeRecord",
     "PageChange",
     "RedisSnapshotStore",
     "SQLiteSnapshotStore",
     "SearchChange",
     "SnapshotCorrupt",
+    "SnapshotDamaged",
     "SnapshotDiff",
+    "SnapshotEntryCorrupt",
     "SnapshotError",
     "SnapshotFetcher",
     "SnapshotMiss",
     "SnapshotMode",
     "SnapshotStore",
     "VerdictChange",
+    "VerifyReport",
     "VersionDetail",
     "VersionInfo",
     "current_snapshot",
+    "entry_checksum",
+    "judge_key",
     "open_store",
     "prepare_snapshot",
     "search_record",

@@ -1,6 +1,6 @@
 """The snapshot store contract: modes, layers, versions, baselines and diffs.
 
-A store holds five kinds of entry, each under a key and a *version*:
+A store holds six kinds of entry, each under a key and a *version*:
 
 ==========  =====================================  ===========================================
 layer       key                                    value
@@ -11,6 +11,9 @@ layer       key                                    value
 ``page``    URL + extractor version                the extracted :class:`Page`
 ``verdict`` case id                                the baseline :class:`Verdict` of a case
 ``case``    case id                                "this case was recorded" (pytest plugin)
+``judge``   sha256 of (model, system, user prompt) the judge's reply object (or the error it
+                                                   ended with) and its token usage
+                                                   (:class:`JudgeRecord`)
 ==========  =====================================  ===========================================
 
 Versions
@@ -31,6 +34,22 @@ active version; the first write to an empty store creates version 1.
 or removed; searches whose results changed; baseline verdicts whose pass/fail or per-axis pass or
 score moved). :meth:`prune` drops the oldest versions; entries still visible from the oldest kept
 version are re-stamped to it, so every kept version replays exactly as before.
+
+Integrity
+---------
+Every entry is stored with a checksum: sha256 (hex) over a canonical serialisation of all of it,
+:func:`entry_checksum` (a format tag, then layer, key, version, body hash, written-at time and the
+data, each length-prefixed). Bodies are content-addressed: their key *is* the sha256 of the
+uncompressed bytes, and the entry's checksum covers that key. Every read (replay, ``show``,
+``diff``, ``prune``) checks what it reads; a damaged entry raises
+:class:`SnapshotEntryCorrupt` (a :class:`~citeguard.errors.SnapshotCorrupt`) naming its layer,
+key and version, never a different value. :meth:`SnapshotStore.verify` checks *every* entry of
+every version and every body and reports all the damage at once (:class:`VerifyReport`,
+:class:`SnapshotDamaged`).
+
+Entries written before checksums existed carry the marker :data:`UNCHECKED` instead: they are
+read as before (still structurally validated), and ``verify`` lists them as *unchecked*, not
+damaged. :meth:`SnapshotStore.seal` checks them and gives them checksums.
 """
 
 from __future__ import annotations
@@ -39,6 +58,7 @@ import asyncio
 import hashlib
 import json
 import math
+import re
 import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
@@ -52,8 +72,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from citeguard.errors import SnapshotCorrupt, SnapshotError
 from citeguard.models import CitationStatus, FetchResult, Page, SearchRecord, Verdict
 
-Layer = Literal["search", "fetch", "page", "verdict", "case"]
-LAYERS: tuple[Layer, ...] = ("search", "fetch", "page", "verdict", "case")
+Layer = Literal["search", "fetch", "page", "verdict", "case", "judge"]
+LAYERS: tuple[Layer, ...] = ("search", "fetch", "page", "verdict", "case", "judge")
 
 # zlib level 6 is zlib's own default: ~4x on HTML at ~50 MB/s. Higher levels gain little on
 # HTML and cost record time.
@@ -96,6 +116,26 @@ class VersionInfo(_Model):
     pages: int = 0
     verdicts: int = 0
     cases: int = 0
+    judges: int = 0
+
+
+class JudgeRecord(_Model):
+    """One judge question as recorded: what it finally got and what its requests used.
+
+    ``reply`` is the reply's JSON object the answer came from (for a partial answer, the last
+    one); ``error`` / ``message`` / ``retryable`` are the :class:`~citeguard.errors.JudgeError`
+    it ended with instead (its ``detail``, its message). ``requests`` counts every attempt,
+    retries included; the tokens are the sum of the replies' ``usage``.
+    """
+
+    model: str
+    reply: dict[str, Any] | None = None
+    error: str | None = None
+    message: str | None = None
+    retryable: bool = False
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class AxisSummary(_Model):
@@ -228,6 +268,12 @@ def snapshot_url_key(url: str) -> str:
     return urlunsplit((scheme, netloc, parts.path or "/", parts.query, ""))
 
 
+def judge_key(model: str, system: str, user: str) -> str:
+    """The key of a judge entry: sha256 (hex) of the model and the two prompts."""
+    payload = json.dumps([model, system, user], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
 def entry_key(*parts: str) -> str:
     """The key of an entry as one string: a JSON array, unambiguous and readable in a dump."""
     return json.dumps(list(parts), ensure_ascii=False, separators=(",", ":"))
@@ -252,15 +298,33 @@ def compress_body(body: bytes) -> bytes:
     return zlib.compress(body, _ZLIB_LEVEL)
 
 
-def decompress_body(data: bytes, expected_hash: str, where: str) -> bytes:
-    """Inflate a stored body and check it against its content address."""
+class _BodyDamage(Exception):
+    """A stored body that does not inflate or does not match its hash (turned into a
+    SnapshotCorrupt that names the entry or the store)."""
+
+
+def _inflate(data: object, expected_hash: str) -> bytes:
+    if not isinstance(data, bytes):
+        raise _BodyDamage(f"body {expected_hash[:16]} is {type(data).__name__}, not bytes")
     try:
         body = zlib.decompress(data)
     except zlib.error as e:
-        raise SnapshotCorrupt(f"{where}: body {expected_hash[:16]} does not inflate ({e})") from e
+        raise _BodyDamage(f"body {expected_hash[:16]} does not inflate ({e})") from e
     if body_digest(body) != expected_hash:
-        raise SnapshotCorrupt(f"{where}: body {expected_hash[:16]} does not match its sha256")
+        raise _BodyDamage(f"body {expected_hash[:16]} does not match its sha256")
     return body
+
+
+def body_problem(data: object, expected_hash: str, size: object = None) -> str | None:
+    """What is wrong with a stored body (None: it inflates to bytes whose sha256 is its hash, of
+    ``size`` bytes when a size is given)."""
+    try:
+        body = _inflate(data, expected_hash)
+    except _BodyDamage as e:
+        return str(e)
+    if size is not None and size != len(body):
+        return f"body {expected_hash[:16]} is {len(body)} bytes, its size says {size!r}"
+    return None
 
 
 def utcnow() -> datetime:
@@ -268,18 +332,6 @@ def utcnow() -> datetime:
 
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def decode_model(cls: type[M], data: str | bytes, where: str) -> M:
-    try:
-        return cls.model_validate_json(data)
-    except ValidationError as e:
-        raise SnapshotCorrupt(f"{where}: stored {cls.__name__} does not validate ({e})") from e
-
-
-def fetch_from_entry(data: str | bytes, body: bytes | None, where: str) -> FetchResult:
-    result = decode_model(FetchResult, data, where)
-    return result if body is None else result.model_copy(update={"body": body})
 
 
 class Entry(NamedTuple):
@@ -295,12 +347,417 @@ View = dict[str, Entry]  # key → the entry visible at some version
 
 
 # --------------------------------------------------------------------------------------------
+# Integrity: entry checksums, damaged-entry errors, verify reports
+# --------------------------------------------------------------------------------------------
+
+CHECKSUM_FORMAT = b"citeguard-entry/1\n"
+# The checksum of an entry written before checksums existed (what a migration gives it).
+UNCHECKED = "legacy"
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_KEY_PARTS: dict[str, int] = {
+    "search": 2,
+    "fetch": 2,
+    "page": 2,
+    "verdict": 1,
+    "case": 1,
+    "judge": 1,
+}
+_LAYER_MODELS: dict[str, type[BaseModel]] = {
+    "search": SearchRecord,
+    "fetch": FetchResult,
+    "page": Page,
+    "verdict": Verdict,
+    "judge": JudgeRecord,
+}
+
+_Part = str | bytes | None
+
+
+def entry_checksum(
+    layer: str | bytes,
+    key: str | bytes,
+    version: int,
+    body_hash: _Part,
+    written_at: _Part,
+    data: str | bytes,
+) -> str:
+    """The checksum of a stored entry: sha256 (hex) over its canonical serialisation.
+
+    That is :data:`CHECKSUM_FORMAT`, then each field as ``<length>:<UTF-8 bytes>;`` (a missing
+    one as ``-;``) in the order layer, key, version, body hash, written-at time, data. Every
+    stored field of the entry is covered, so a flipped bit anywhere in it, or one entry's data
+    under another key, layer or version, changes the checksum.
+    """
+    h = hashlib.sha256(CHECKSUM_FORMAT)
+    for part in (layer, key, str(version), body_hash, written_at, data):
+        if part is None:
+            h.update(b"-;")
+            continue
+        raw = part if isinstance(part, bytes) else part.encode("utf-8", "surrogatepass")
+        h.update(b"%d:" % len(raw))
+        h.update(raw)
+        h.update(b";")
+    return h.hexdigest()
+
+
+class EntryRef(_Model):
+    """One stored entry: its layer, its key (the stored key string) and its version."""
+
+    layer: str
+    key: str
+    version: int | None = None
+
+
+class DamagedEntry(EntryRef):
+    """A damaged entry and what is wrong with it. A damaged body that no readable entry refers
+    to is listed with layer ``"body"``, its sha256 as key and no version; a Redis entry too
+    damaged to show its own key is named ``#`` + the digest in its Redis key."""
+
+    problem: str
+
+
+class SnapshotEntryCorrupt(SnapshotCorrupt):
+    """One stored entry is damaged: its checksum does not match, a field is unreadable, its data
+    does not validate, or its body is missing or damaged. Names the entry (``layer``, ``key``,
+    ``version``); ``problem`` says what is wrong."""
+
+    def __init__(self, where: str, layer: str, key: str, version: int | None, problem: str) -> None:
+        at = "" if version is None else f" (version {version})"
+        super().__init__(
+            f"{where}: {layer} entry {key}{at} is damaged: {problem}. Restore the store from "
+            "version control or a backup, or re-record the case (citeguard snapshot verify "
+            "lists every damaged entry)"
+        )
+        self.where = where
+        self.layer = layer
+        self.key = key
+        self.version = version
+        self.problem = problem
+
+    @property
+    def entry(self) -> DamagedEntry:
+        return DamagedEntry(
+            layer=self.layer, key=self.key, version=self.version, problem=self.problem
+        )
+
+
+class VerifyReport(int):
+    """What :meth:`SnapshotStore.verify` found.
+
+    As an ``int`` it is what ``verify`` has always returned, the number of bodies checked (so
+    ``report == 3`` compares that number only); the attributes say the rest:
+
+    * ``entries``: the stored entries checked (every layer, every version);
+    * ``unchecked``: entries written before checksums existed (:data:`UNCHECKED`): readable and
+      valid, but not provably unchanged (:meth:`SnapshotStore.seal` gives them checksums);
+    * ``damaged``: every damaged entry (and every damaged body no readable entry refers to);
+    * ``problems``: findings about the store as a whole (the file's own integrity check,
+      entries under versions the store does not list, index gaps).
+    """
+
+    bodies: int
+    entries: int
+    unchecked: tuple[EntryRef, ...]
+    damaged: tuple[DamagedEntry, ...]
+    problems: tuple[str, ...]
+
+    def __new__(
+        cls,
+        *,
+        bodies: int,
+        entries: int = 0,
+        unchecked: Iterable[EntryRef] = (),
+        damaged: Iterable[DamagedEntry] = (),
+        problems: Iterable[str] = (),
+    ) -> VerifyReport:
+        self = super().__new__(cls, bodies)
+        self.bodies = bodies
+        self.entries = entries
+        self.unchecked = tuple(unchecked)
+        self.damaged = tuple(damaged)
+        self.problems = tuple(problems)
+        return self
+
+    @property
+    def ok(self) -> bool:
+        """Nothing damaged and no store-level problem (unchecked entries are not damage)."""
+        return not self.damaged and not self.problems
+
+    @property
+    def checked(self) -> int:
+        """Entries whose checksum matched."""
+        damaged = sum(1 for d in self.damaged if d.layer != "body")
+        return self.entries - len(self.unchecked) - damaged
+
+    def summary(self) -> str:
+        return (
+            f"{self.entries} entries ({self.checked} checked, {len(self.unchecked)} unchecked, "
+            f"{len(self.damaged)} damaged), {self.bodies} bodies, {len(self.problems)} problem(s)"
+        )
+
+    def __repr__(self) -> str:
+        return f"VerifyReport({self.summary()})"
+
+    def __str__(self) -> str:
+        return str(int(self))
+
+
+class SnapshotDamaged(SnapshotCorrupt):
+    """:meth:`SnapshotStore.verify` found damage; ``report`` holds everything it found and
+    ``damaged`` every damaged entry (the message lists them all)."""
+
+    def __init__(self, where: str, report: VerifyReport) -> None:
+        lines = [
+            f"{where} is damaged: {len(report.damaged)} damaged entr"
+            f"{'y' if len(report.damaged) == 1 else 'ies'}, {len(report.problems)} problem(s)"
+        ]
+        for d in report.damaged:
+            at = "" if d.version is None else f" (version {d.version})"
+            lines.append(f"  {d.layer} {d.key}{at}: {d.problem}")
+        lines += [f"  {p}" for p in report.problems]
+        lines.append(
+            "Restore the store from version control or a backup, or re-record the damaged cases."
+        )
+        super().__init__("\n".join(lines))
+        self.report = report
+        self.damaged = report.damaged
+
+
+class RawEntry(NamedTuple):
+    """One stored entry exactly as a backend read it; nothing is trusted yet."""
+
+    layer: object
+    key: object
+    version: object
+    data: object
+    body_hash: object
+    written_at: object
+    checksum: object
+
+
+class Hit(NamedTuple):
+    """One stored entry after :func:`open_entry` checked it."""
+
+    where: str
+    layer: str
+    key: str
+    version: int
+    data: str
+    body_hash: str | None
+    written_at: str | None
+    checked: bool  # False: written before checksums (UNCHECKED), validated but not provable
+
+    @property
+    def ref(self) -> tuple[str, str, str, int]:
+        """(where, layer, key, version): how a :class:`SnapshotEntryCorrupt` names it."""
+        return self.where, self.layer, self.key, self.version
+
+    def checksum_at(self, version: int) -> str:
+        """The checksum of this entry stored under ``version``."""
+        return entry_checksum(
+            self.layer, self.key, version, self.body_hash, self.written_at, self.data
+        )
+
+    def resealed(self, version: int) -> str:
+        """What this entry carries when moved to ``version`` (prune): a checked entry its new
+        checksum, an unchecked one stays unchecked."""
+        return self.checksum_at(version) if self.checked else UNCHECKED
+
+
+def _text(x: object) -> str:
+    if isinstance(x, str):
+        return x
+    if isinstance(x, bytes):
+        return x.decode("utf-8", "backslashreplace")
+    return repr(x)
+
+
+def open_entry(where: str, raw: RawEntry) -> Hit:
+    """Check a stored entry against its checksum (first) and its fields' types; return it.
+
+    Raises :class:`SnapshotEntryCorrupt` naming the entry. An entry carrying :data:`UNCHECKED`
+    passes without a checksum (``checked=False``).
+    """
+    layer, key = _text(raw.layer), _text(raw.key)
+    version = raw.version if type(raw.version) is int else None
+
+    if version is None:
+        raise SnapshotEntryCorrupt(
+            where, layer, key, version, f"its version {raw.version!r} is not an integer"
+        )
+    fields = (raw.layer, raw.key, raw.body_hash, raw.written_at, raw.data)
+    if not all(f is None or isinstance(f, str | bytes) for f in fields):
+        raise SnapshotEntryCorrupt(
+            where, layer, key, version, "a field of it is neither text nor missing"
+        )
+    assert isinstance(raw.layer, str | bytes) and isinstance(raw.key, str | bytes)
+    assert raw.body_hash is None or isinstance(raw.body_hash, str | bytes)
+    assert raw.written_at is None or isinstance(raw.written_at, str | bytes)
+    if not isinstance(raw.data, str | bytes):
+        raise SnapshotEntryCorrupt(where, layer, key, version, "it has no data")
+    checksum = raw.checksum
+    checked = checksum != UNCHECKED
+    if checked:
+        if not isinstance(checksum, str):
+            raise SnapshotEntryCorrupt(
+                where,
+                layer,
+                key,
+                version,
+                "it has no checksum" if checksum is None else "its checksum is not text",
+            )
+        expected = entry_checksum(
+            raw.layer, raw.key, version, raw.body_hash, raw.written_at, raw.data
+        )
+        if checksum != expected:
+            raise SnapshotEntryCorrupt(
+                where, layer, key, version, "checksum mismatch: it changed after it was written"
+            )
+    try:
+        data = raw.data.decode("utf-8") if isinstance(raw.data, bytes) else raw.data
+        body_hash = raw.body_hash.decode() if isinstance(raw.body_hash, bytes) else raw.body_hash
+        written = raw.written_at.decode() if isinstance(raw.written_at, bytes) else raw.written_at
+    except UnicodeDecodeError as e:
+        raise SnapshotEntryCorrupt(where, layer, key, version, f"it is not UTF-8 text ({e})") from e
+    if body_hash is not None and not _HEX64.fullmatch(body_hash):
+        raise SnapshotEntryCorrupt(
+            where, layer, key, version, f"its body hash {body_hash[:20]!r} is malformed"
+        )
+    return Hit(where, layer, key, version, data, body_hash, written, checked)
+
+
+def open_body(hit: Hit, packed: object) -> bytes:
+    """The entry's body, inflated and checked against its hash (``packed`` None: missing)."""
+    assert hit.body_hash is not None
+    if packed is None:
+        raise SnapshotEntryCorrupt(*hit.ref, f"body {hit.body_hash[:16]} is missing")
+    try:
+        return _inflate(packed, hit.body_hash)
+    except _BodyDamage as e:
+        raise SnapshotEntryCorrupt(*hit.ref, str(e)) from e
+
+
+def _first_error(e: ValidationError) -> str:
+    errors = e.errors()
+    first = errors[0] if errors else {"loc": (), "msg": str(e)}
+    loc = ".".join(str(x) for x in first["loc"]) or "(root)"
+    more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
+    return f"{loc}: {first['msg']}{more}"
+
+
+def decode_hit(cls: type[M], hit: Hit) -> M:
+    """The entry's data as ``cls``; data that does not validate is a damaged entry."""
+    try:
+        return cls.model_validate_json(hit.data)
+    except ValidationError as e:
+        raise SnapshotEntryCorrupt(
+            *hit.ref, f"stored {cls.__name__} does not validate ({_first_error(e)})"
+        ) from e
+
+
+def fetch_from_hit(hit: Hit, body: bytes | None) -> FetchResult:
+    result = decode_hit(FetchResult, hit)
+    return result if body is None else result.model_copy(update={"body": body})
+
+
+def check_shape_key(hit: Hit) -> None:
+    """A known layer and a key of that layer's shape, or :class:`SnapshotEntryCorrupt`."""
+    if hit.layer not in _KEY_PARTS:
+        raise SnapshotEntryCorrupt(
+            *hit.ref, f"its layer {hit.layer!r} is not one of {list(LAYERS)}"
+        )
+    try:
+        parts = split_key(hit.key)
+    except SnapshotCorrupt as e:
+        raise SnapshotEntryCorrupt(*hit.ref, f"its key is not a JSON list of strings ({e})") from e
+    if len(parts) != _KEY_PARTS[hit.layer]:
+        want = _KEY_PARTS[hit.layer]
+        raise SnapshotEntryCorrupt(
+            *hit.ref, f"its key has {len(parts)} part(s), a {hit.layer} key has {want}"
+        )
+
+
+def check_shape(hit: Hit) -> None:
+    """What a replay of the entry would need: a known layer, a key of that layer's shape, data
+    that validates as that layer's model. Raises :class:`SnapshotEntryCorrupt`."""
+    check_shape_key(hit)
+    model = _LAYER_MODELS.get(hit.layer)
+    if model is not None:
+        decode_hit(model, hit)
+        return
+    try:
+        value = json.loads(hit.data)
+    except ValueError as e:
+        raise SnapshotEntryCorrupt(*hit.ref, f"its data is not JSON ({e})") from e
+    if not isinstance(value, dict):
+        raise SnapshotEntryCorrupt(*hit.ref, "its data is not a JSON object")
+
+
+def audit(
+    where: str,
+    rows: Iterable[RawEntry],
+    body_problems: Mapping[str, str | None],
+    *,
+    versions: Iterable[int] | None = None,
+    problems: Iterable[str] = (),
+    damaged: Iterable[DamagedEntry] = (),
+) -> VerifyReport:
+    """The shared part of ``verify``: check every stored entry and collect all the damage.
+
+    ``rows``: every stored entry (all layers, all versions); ``body_problems``: every stored
+    body's hash → what is wrong with it (None: intact); ``versions``: the versions the store
+    lists (an entry under another one is a problem); ``problems``: the backend's own findings;
+    ``damaged``: entries the backend found damaged before they could become rows.
+    """
+    known = None if versions is None else set(versions)
+    damaged = list(damaged)
+    count = len(damaged)
+    unchecked: list[EntryRef] = []
+    referenced: set[str] = set()
+    strays: set[int] = set()
+    for raw in rows:
+        count += 1
+        try:
+            hit = open_entry(where, raw)
+            check_shape(hit)
+            if hit.body_hash is not None:
+                referenced.add(hit.body_hash)
+                missing = f"body {hit.body_hash[:16]} is missing"
+                problem = body_problems.get(hit.body_hash, missing)
+                if problem is not None:
+                    raise SnapshotEntryCorrupt(*hit.ref, problem)
+        except SnapshotEntryCorrupt as e:
+            damaged.append(e.entry)
+            continue
+        if known is not None and hit.version not in known:
+            strays.add(hit.version)
+        if not hit.checked:
+            unchecked.append(EntryRef(layer=hit.layer, key=hit.key, version=hit.version))
+    for h, problem in sorted(body_problems.items()):
+        if problem is not None and h not in referenced:
+            damaged.append(DamagedEntry(layer="body", key=h, version=None, problem=problem))
+    found = list(problems)
+    if strays:
+        found.append(f"entries under version(s) {sorted(strays)}, which the store does not list")
+    damaged.sort(key=lambda d: (d.layer, d.key, -1 if d.version is None else d.version))
+    unchecked.sort(key=lambda d: (d.layer, d.key, -1 if d.version is None else d.version))
+    return VerifyReport(
+        bodies=len(body_problems),
+        entries=count,
+        unchecked=unchecked,
+        damaged=damaged,
+        problems=found,
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # The store
 # --------------------------------------------------------------------------------------------
 
 
 class SnapshotStore(ABC):
-    """An async snapshot store: three data layers plus versions and per-case baselines.
+    """An async snapshot store: four data layers plus versions and per-case baselines.
 
     Backends implement the abstract methods; :meth:`show_version` and :meth:`diff` are computed
     here from :meth:`_view`, so every backend diffs the same way. All methods are coroutines and
@@ -336,6 +793,15 @@ class SnapshotStore(ABC):
     @abstractmethod
     async def put_page(self, url: str, extractor_version: str, page: Page) -> None:
         """Write an extracted page."""
+
+    # ---- judge layer
+    @abstractmethod
+    async def get_judge(self, key: str) -> JudgeRecord | None:
+        """The recorded judge question under ``key`` (:func:`judge_key`)."""
+
+    @abstractmethod
+    async def put_judge(self, key: str, record: JudgeRecord) -> None:
+        """Write a judge question's outcome under ``key`` (:func:`judge_key`)."""
 
     # ---- versions and baselines
     @abstractmethod
@@ -376,9 +842,24 @@ class SnapshotStore(ABC):
         versions were dropped. Every kept version replays exactly as before."""
 
     @abstractmethod
-    async def verify(self) -> int:
-        """Check the whole store (structure, every body against its hash); return the number of
-        bodies checked or raise :class:`~citeguard.errors.SnapshotCorrupt`."""
+    async def verify(self, *, raise_on_damage: bool = True) -> VerifyReport:
+        """Check the whole store: every entry of every layer and version (its checksum, its
+        fields, its data against its layer's model, its body) and every body against its hash.
+
+        Returns a :class:`VerifyReport` (an ``int``: the number of bodies checked, as before)
+        listing the unchecked (pre-checksum) entries. When anything is damaged it raises
+        :class:`SnapshotDamaged` (a :class:`~citeguard.errors.SnapshotCorrupt`) whose
+        ``damaged`` lists *every* damaged entry; ``raise_on_damage=False`` returns the report
+        instead."""
+
+    @abstractmethod
+    async def seal(self) -> int:
+        """Give every unchecked (pre-checksum) entry its checksum; return how many were sealed.
+
+        It checks the whole store first, as :meth:`verify` does, and raises
+        :class:`SnapshotDamaged`, sealing nothing, when anything is damaged. Sealing vouches
+        for the entries as they are now: run it on a store you trust (e.g. one under version
+        control)."""
 
     @abstractmethod
     async def count_bodies(self) -> int:
@@ -455,9 +936,21 @@ def _by_key(e: Entry) -> str:
     return e.key
 
 
+def _as_hit(layer: str, e: Entry) -> Hit:
+    """A view's entry (checked by the backend's ``_view``) as a :class:`Hit`, whose checks
+    raise :class:`SnapshotEntryCorrupt` naming it."""
+    return Hit("snapshot store", layer, e.key, e.version, e.data, e.body_hash, None, True)
+
+
+def _parts(hit: Hit) -> list[str]:
+    check_shape_key(hit)
+    return split_key(hit.key)
+
+
 def _fetch_entry(e: Entry) -> FetchEntry:
-    method, url = split_key(e.key)
-    r = decode_model(FetchResult, e.data, f"fetch {url}")
+    hit = _as_hit("fetch", e)
+    method, url = _parts(hit)
+    r = decode_hit(FetchResult, hit)
     return FetchEntry(
         method=method,
         url=url,
@@ -477,8 +970,9 @@ def _axes(v: Verdict) -> dict[str, AxisSummary]:
 
 
 def _baseline(e: Entry) -> CaseBaseline:
-    (case_id,) = split_key(e.key)
-    v = decode_model(Verdict, e.data, f"verdict {case_id}")
+    hit = _as_hit("verdict", e)
+    (case_id,) = _parts(hit)
+    v = decode_hit(Verdict, hit)
     return CaseBaseline(case_id=case_id, version=e.version, passed=v.passed, axes=_axes(v))
 
 
@@ -520,13 +1014,13 @@ def _diff_fetches(a: View, b: View) -> list[PageChange]:
 
 
 def _search_urls(e: Entry) -> list[str]:
-    return [r.url for r in decode_model(SearchRecord, e.data, "search").results]
+    return [r.url for r in decode_hit(SearchRecord, _as_hit("search", e)).results]
 
 
 def _diff_searches(a: View, b: View) -> list[SearchChange]:
     out: list[SearchChange] = []
     for key in sorted(a.keys() | b.keys()):
-        provider, query = split_key(key)
+        provider, query = _parts(_as_hit("search", a[key] if key in a else b[key]))
         before = _search_urls(a[key]) if key in a else None
         after = _search_urls(b[key]) if key in b else None
         if before == after:

@@ -7,13 +7,20 @@ Same semantics as :class:`~citeguard.snapshot.sqlite_store.SQLiteSnapshotStore` 
     {ns}:versions                 hash  version → {"label", "created_at"}
     {ns}:count:{v}                hash  layer → entries written under v
     {ns}:idx:{layer}              set   digests of the keys of a layer
-    {ns}:e:{layer}:{digest}       hash  version → {"k": key, "d": data, "b": body hash, "w": time}
+    {ns}:e:{layer}:{digest}       hash  version → {"k": key, "d": data, "b": body hash, "w": time,
+                                              "c": checksum}
     {ns}:body:{sha256}            zlib(body)
     {ns}:bodies                   set   every stored body hash
 
 Writes are one Lua script each (body, entry, index and counter together), so concurrent writers
 from any number of processes lose nothing and a reader never sees an entry without its body.
 ``prune`` is not atomic across keys: run it while no replica writes.
+
+Every entry carries ``"c"``, :func:`~citeguard.snapshot.base.entry_checksum` over its layer (from
+the Redis key), key, version (the hash field), body hash, time and data; a read checks it before
+using anything of the entry, and that the entry is the one its digest names. An entry written
+before checksums has no ``"c"``: it is read as before and ``verify`` lists it as unchecked
+(``seal`` gives it one). Any other set of fields, or a field twice, is damage.
 
 The client (``redis.asyncio``) binds to the event loop it first runs on: use a store from one
 loop, and ``await store.close()`` there.
@@ -24,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from typing import Any
@@ -37,17 +44,29 @@ from citeguard.errors import PolicyError, SnapshotCorrupt, SnapshotError
 from citeguard.models import FetchResult, Page, SearchRecord, Verdict
 from citeguard.snapshot.base import (
     LAYERS,
+    UNCHECKED,
+    DamagedEntry,
     Entry,
+    Hit,
+    JudgeRecord,
     Layer,
+    RawEntry,
+    SnapshotDamaged,
+    SnapshotEntryCorrupt,
     SnapshotStore,
+    VerifyReport,
     VersionInfo,
     View,
+    audit,
     body_digest,
+    body_problem,
     compress_body,
-    decode_model,
-    decompress_body,
+    decode_hit,
+    entry_checksum,
     entry_key,
-    fetch_from_entry,
+    fetch_from_hit,
+    open_body,
+    open_entry,
     snapshot_url_key,
     utcnow,
     version_record,
@@ -102,6 +121,76 @@ return new
 """
 
 
+# KEYS: entry. ARGV: version, old envelope, new envelope. Replace only what was checked.
+_SEAL = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  return 1
+end
+return 0
+"""
+
+_FIELDS = frozenset({"k", "d", "b", "w", "c"})
+_LEGACY_FIELDS = frozenset({"k", "d", "b", "w"})  # written before checksums
+
+
+class _Malformed(Exception):
+    """An envelope that is not what a writer writes (turned into a SnapshotEntryCorrupt)."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Malformed("entry has a field twice")
+    return out
+
+
+def _envelope(blob: object) -> dict[str, Any]:
+    """A stored entry's JSON envelope, strictly: exactly the fields a writer writes, each once.
+    Raises _Malformed saying what is wrong."""
+    if not isinstance(blob, bytes | str):
+        raise _Malformed("entry is not text")
+    try:
+        env = json.loads(blob, object_pairs_hook=_unique)
+    except ValueError as e:
+        raise _Malformed(f"entry is not valid JSON ({e})") from e
+    if not isinstance(env, dict):
+        raise _Malformed("entry is not a JSON object")
+    if env.keys() != _FIELDS and env.keys() != _LEGACY_FIELDS:
+        raise _Malformed(f"entry has the fields {sorted(env)}, not {sorted(_FIELDS)}")
+    return env
+
+
+def _raw(layer: str, version: int, env: dict[str, Any]) -> RawEntry:
+    return RawEntry(layer, env["k"], version, env["d"], env["b"], env["w"], env.get("c", UNCHECKED))
+
+
+def _recover_key(blob: object, digest: str) -> str | None:
+    """The key an unreadable envelope was written for, when its ``"k"`` field survived intact
+    (the key's digest proves it), to name the entry in a report."""
+    if not isinstance(blob, bytes):
+        return None
+    text = blob.decode("utf-8", "replace")
+    start = text.find('"k": ')
+    if start < 0:
+        return None
+    try:
+        key, _ = json.JSONDecoder().raw_decode(text, start + 5)
+    except ValueError:
+        return None
+    return key if isinstance(key, str) and _digest(key) == digest else None
+
+
+def _glob(text: str) -> str:
+    """``text`` with Redis glob characters escaped (for SCAN MATCH)."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+def _digest(key: str) -> str:
+    """The digest naming an entry's Redis hash: sha256 of its key, 40 hex digits."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
 def _redact(url: str) -> str:
     try:
         parts = urlsplit(url)
@@ -146,6 +235,7 @@ class RedisSnapshotStore(SnapshotStore):
         self._begin = self._redis.register_script(_BEGIN)
         self._ensure = self._redis.register_script(_ENSURE)
         self._put_script = self._redis.register_script(_PUT)
+        self._seal_script = self._redis.register_script(_SEAL)
         self._requested_version = version
         self._active: int | None = None
         self._closed = False
@@ -158,9 +248,41 @@ class RedisSnapshotStore(SnapshotStore):
     def _k(self, *parts: str) -> str:
         return ":".join((self.namespace, *parts))
 
+    @property
+    def _where(self) -> str:
+        return f"snapshot store {self.url} namespace {self.namespace!r}"
+
     def _entry(self, layer: Layer, key: str) -> tuple[str, str]:
-        digest = hashlib.sha256(key.encode()).hexdigest()[:40]
+        digest = _digest(key)
         return self._k("e", layer, digest), digest
+
+    def _open(
+        self, layer: str, digest: str, version: int, blob: object, key: str | None = None
+    ) -> Hit:
+        """Check one stored envelope (``key``: the key it must hold, else the one its digest
+        names) and its checksum; a damaged one raises :class:`SnapshotEntryCorrupt`."""
+        return open_entry(self._where, self._unwrap(layer, digest, version, blob, key))
+
+    def _unwrap(
+        self, layer: str, digest: str, version: int, blob: object, key: str | None = None
+    ) -> RawEntry:
+        """One stored envelope as a row: well-formed, holding ``key`` (or the key its digest
+        names). Its checksum is not checked yet."""
+        name = key if key is not None else f"#{digest}"
+        try:
+            env = _envelope(blob)
+        except _Malformed as e:
+            if key is None:
+                name = _recover_key(blob, digest) or name
+            raise SnapshotEntryCorrupt(self._where, layer, name, version, str(e)) from e
+        held = env["k"]
+        if key is not None and held != key:
+            problem = f"it holds the entry of another key, {str(held)[:200]!r}"
+            raise SnapshotEntryCorrupt(self._where, layer, key, version, problem)
+        if key is None and not (isinstance(held, str) and _digest(held) == digest):
+            problem = f"it holds key {str(held)[:200]!r}, which is not the key of its digest"
+            raise SnapshotEntryCorrupt(self._where, layer, name, version, problem)
+        return _raw(layer, version, env)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -219,51 +341,36 @@ class RedisSnapshotStore(SnapshotStore):
         if not await self._redis.hexists(self._k("versions"), str(version)):
             raise SnapshotError(f"no snapshot version {version} (see: citeguard snapshot list)")
 
-    def _pick(
-        self, raw: dict[bytes, bytes], version: int, where: str
-    ) -> tuple[int, dict[str, Any]] | None:
-        best: int | None = None
-        for field in raw:
+    def _versions_of(self, raw: dict[bytes, bytes], layer: str, name: str) -> dict[int, bytes]:
+        """An entry hash's fields by version; a field that is not a version is damage."""
+        out: dict[int, bytes] = {}
+        for field, blob in raw.items():
             try:
-                v = int(field)
+                out[int(field)] = blob
             except ValueError as e:
-                raise SnapshotCorrupt(f"{where}: bad version field {field!r}") from e
-            if v <= version and (best is None or v > best):
-                best = v
-        if best is None:
-            return None
-        try:
-            env = json.loads(raw[str(best).encode()])
-        except ValueError as e:
-            raise SnapshotCorrupt(f"{where}: entry is not valid JSON") from e
-        if not isinstance(env, dict) or not isinstance(env.get("d"), str):
-            raise SnapshotCorrupt(f"{where}: entry has no data")
-        return best, env
+                problem = f"it has a bad version field {field!r}"
+                raise SnapshotEntryCorrupt(self._where, layer, name, None, problem) from e
+        return out
 
-    async def _get(self, layer: Layer, key: str) -> tuple[str, bytes | None] | None:
+    async def _get(self, layer: Layer, key: str) -> tuple[Hit, bytes | None] | None:
+        """The entry of ``key`` visible at the active version, checked (checksum first), with
+        its body; a damaged one raises :class:`SnapshotEntryCorrupt`."""
         with self._errors():
             v = await self._read_version()
             if v is None:
                 return None
-            name, _ = self._entry(layer, key)
-            where = f"snapshot store {self.url}, {layer} {key}"
-            picked = self._pick(await self._redis.hgetall(name), v, where)
-            if picked is None:
+            name, digest = self._entry(layer, key)
+            fields = self._versions_of(await self._redis.hgetall(name), layer, key)
+            best = max((f for f in fields if f <= v), default=None)
+            if best is None:
                 return None
-            env = picked[1]
-            if env.get("k") != key:
-                raise SnapshotCorrupt(f"{where}: entry holds key {env.get('k')!r}")
-            body_hash = env.get("b")
-            if body_hash is None:
-                return env["d"], None
-            packed = await self._redis.get(self._k("body", body_hash))
-            if packed is None:
-                raise SnapshotCorrupt(f"{where}: body {body_hash[:16]} is missing")
-        if len(packed) > _INLINE_BODY_LIMIT:
-            body = await asyncio.to_thread(decompress_body, packed, body_hash, where)
-        else:
-            body = decompress_body(packed, body_hash, where)
-        return env["d"], body
+            hit = self._open(layer, digest, best, fields[best], key)
+            if hit.body_hash is None:
+                return hit, None
+            packed = await self._redis.get(self._k("body", hit.body_hash))
+        if packed is not None and len(packed) > _INLINE_BODY_LIMIT:
+            return hit, await asyncio.to_thread(open_body, hit, packed)
+        return hit, open_body(hit, packed)
 
     async def _put(self, layer: Layer, key: str, data: str, body: bytes | None = None) -> None:
         body_hash = ""
@@ -276,8 +383,10 @@ class RedisSnapshotStore(SnapshotStore):
         with self._errors():
             v = await self._write_version()
             name, digest = self._entry(layer, key)
+            written = utcnow().isoformat()
+            checksum = entry_checksum(layer, key, v, body_hash or None, written, data)
             env = json.dumps(
-                {"k": key, "d": data, "b": body_hash or None, "w": utcnow().isoformat()},
+                {"k": key, "d": data, "b": body_hash or None, "w": written, "c": checksum},
                 ensure_ascii=False,
             )
             body_key = self._k("body", body_hash or "none")
@@ -306,7 +415,7 @@ class RedisSnapshotStore(SnapshotStore):
     async def get_search(self, provider: str, query: str) -> SearchRecord | None:
         key = entry_key(provider, query)
         hit = await self._get("search", key)
-        return None if hit is None else decode_model(SearchRecord, hit[0], f"search {key}")
+        return None if hit is None else decode_hit(SearchRecord, hit[0])
 
     async def put_search(self, record: SearchRecord) -> None:
         await self._put(
@@ -316,7 +425,7 @@ class RedisSnapshotStore(SnapshotStore):
     async def get_fetch(self, method: str, url: str) -> FetchResult | None:
         key = entry_key(method.upper(), snapshot_url_key(url))
         hit = await self._get("fetch", key)
-        return None if hit is None else fetch_from_entry(hit[0], hit[1], f"fetch {key}")
+        return None if hit is None else fetch_from_hit(*hit)
 
     async def put_fetch(self, result: FetchResult, *, method: str, url: str | None = None) -> None:
         key = entry_key(method.upper(), snapshot_url_key(url if url is not None else result.url))
@@ -325,10 +434,17 @@ class RedisSnapshotStore(SnapshotStore):
     async def get_page(self, url: str, extractor_version: str) -> Page | None:
         key = entry_key(url, extractor_version)
         hit = await self._get("page", key)
-        return None if hit is None else decode_model(Page, hit[0], f"page {key}")
+        return None if hit is None else decode_hit(Page, hit[0])
 
     async def put_page(self, url: str, extractor_version: str, page: Page) -> None:
         await self._put("page", entry_key(url, extractor_version), page.model_dump_json())
+
+    async def get_judge(self, key: str) -> JudgeRecord | None:
+        hit = await self._get("judge", entry_key(key))
+        return None if hit is None else decode_hit(JudgeRecord, hit[0])
+
+    async def put_judge(self, key: str, record: JudgeRecord) -> None:
+        await self._put("judge", entry_key(key), record.model_dump_json())
 
     # ---------------------------------------------------------------- versions and baselines
 
@@ -356,7 +472,7 @@ class RedisSnapshotStore(SnapshotStore):
 
     async def get_verdict(self, case_id: str) -> Verdict | None:
         hit = await self._get("verdict", entry_key(case_id))
-        return None if hit is None else decode_model(Verdict, hit[0], f"verdict {case_id}")
+        return None if hit is None else decode_hit(Verdict, hit[0])
 
     async def mark_case(self, case_id: str) -> None:
         await self._put("case", entry_key(case_id), "{}")
@@ -386,6 +502,7 @@ class RedisSnapshotStore(SnapshotStore):
                     pages=c.get("page", 0),
                     verdicts=c.get("verdict", 0),
                     cases=c.get("case", 0),
+                    judges=c.get("judge", 0),
                 )
             )
         return out
@@ -403,15 +520,22 @@ class RedisSnapshotStore(SnapshotStore):
             entries = await self._entries(layer)
         out: View = {}
         for digest, raw in entries:
-            picked = self._pick(raw, version, f"snapshot store {self.url}, {layer} {digest}")
-            if picked is None:
+            fields = self._versions_of(raw, layer, f"#{digest}")
+            best = max((f for f in fields if f <= version), default=None)
+            if best is None:
                 continue
-            v, env = picked
-            key = env.get("k")
-            if not isinstance(key, str):
-                raise SnapshotCorrupt(f"snapshot store {self.url}: {layer} {digest} has no key")
-            out[key] = Entry(key, v, env["d"], env.get("b"))
+            hit = self._open(layer, digest, best, fields[best])
+            out[hit.key] = Entry(hit.key, hit.version, hit.data, hit.body_hash)
         return out
+
+    def _restamp(self, layer: str, digest: str, version: int, blob: bytes, to: int) -> str:
+        """The envelope of an entry moved from ``version`` to ``to`` (prune), checked first and
+        re-sealed (an unchecked one stays unchecked)."""
+        hit = self._open(layer, digest, version, blob)
+        env = _envelope(blob)
+        if hit.checked:
+            env["c"] = hit.checksum_at(to)
+        return json.dumps(env, ensure_ascii=False)
 
     async def prune(self, keep: int) -> int:
         if keep < 1:
@@ -423,18 +547,23 @@ class RedisSnapshotStore(SnapshotStore):
             cut = ids[keep - 1]
             dropped = [v for v in ids if v < cut]
             referenced: set[str] = set()
+            unsure = False  # a kept entry could not be read: keep every body
             cut_counts: dict[str, int] = {}
+            # plan everything first: a damaged entry to move stops the prune before any write
+            pipes = []
             for layer in LAYERS:
                 pipe = self._redis.pipeline(transaction=True)
                 for digest, raw in await self._entries(layer):
                     name = self._k("e", layer, digest)
-                    fields = {int(f): val for f, val in raw.items()}
+                    fields = self._versions_of(raw, layer, f"#{digest}")
                     older = [f for f in fields if f < cut]
                     kept = {f: val for f, val in fields.items() if f >= cut}
                     if older and cut not in fields:
                         # the oldest kept version sees the newest older entry: move it up
-                        kept[cut] = fields[max(older)]
-                        pipe.hset(name, str(cut), fields[max(older)])
+                        top = max(older)
+                        moved = self._restamp(layer, digest, top, fields[top], cut)
+                        kept[cut] = moved.encode()
+                        pipe.hset(name, str(cut), moved)
                     if older:
                         pipe.hdel(name, *(str(f) for f in older))
                     if not kept:
@@ -442,9 +571,15 @@ class RedisSnapshotStore(SnapshotStore):
                     if cut in kept:
                         cut_counts[layer] = cut_counts.get(layer, 0) + 1
                     for val in kept.values():
-                        body = json.loads(val).get("b")
-                        if body:
+                        try:
+                            body = _envelope(val)["b"]
+                        except _Malformed:
+                            unsure = True
+                            continue
+                        if isinstance(body, str) and body:
                             referenced.add(body)
+                pipes.append(pipe)
+            for pipe in pipes:
                 await pipe.execute()
             pipe = self._redis.pipeline(transaction=True)
             pipe.hdel(self._k("versions"), *(str(v) for v in dropped))
@@ -454,7 +589,7 @@ class RedisSnapshotStore(SnapshotStore):
                 pipe.hset(self._k("count", str(cut)), mapping=cut_counts)
             await pipe.execute()
             stored = {h.decode() for h in await self._redis.smembers(self._k("bodies"))}
-            orphans = sorted(stored - referenced)
+            orphans = [] if unsure else sorted(stored - referenced)
             if orphans:
                 pipe = self._redis.pipeline(transaction=True)
                 pipe.delete(*(self._k("body", h) for h in orphans))
@@ -464,29 +599,129 @@ class RedisSnapshotStore(SnapshotStore):
             self._active = None
         return len(dropped)
 
-    async def verify(self) -> int:
+    async def _scan(self, *parts: str) -> set[str]:
+        """The suffixes of every key named ``{ns}:{parts...}:*`` (SCAN, not the indexes)."""
+        prefix = self._k(*parts) + ":"
+        found: set[str] = set()
+        async for name in self._redis.scan_iter(match=_glob(prefix) + "*", count=1000):
+            found.add(name.decode("utf-8", "backslashreplace")[len(prefix) :])
+        return found
+
+    async def _stored_entries(
+        self, layers: tuple[str, ...] = LAYERS
+    ) -> tuple[list[tuple[str, str, int, bytes]], list[DamagedEntry], list[str]]:
+        """Every stored envelope as (layer, digest, version, blob), found by SCAN; entries whose
+        fields are not versions; index gaps."""
+        envelopes: list[tuple[str, str, int, bytes]] = []
+        damaged: list[DamagedEntry] = []
+        problems: list[str] = []
+        for layer in layers:
+            stored = sorted(await self._scan("e", layer))
+            indexed = {d.decode() for d in await self._redis.smembers(self._k("idx", layer))}
+            for d in sorted(indexed - set(stored)):
+                problems.append(f"the {layer} index lists {d}, which has no entry")
+            for d in sorted(set(stored) - indexed):
+                problems.append(f"{layer} entry #{d} is missing from the {layer} index")
+            pipe = self._redis.pipeline(transaction=False)
+            for d in stored:
+                pipe.hgetall(self._k("e", layer, d))
+            for d, raw in zip(stored, await pipe.execute(), strict=True):
+                try:
+                    fields = self._versions_of(raw, layer, f"#{d}")
+                except SnapshotEntryCorrupt as e:
+                    damaged.append(e.entry)
+                    continue
+                envelopes += [(layer, d, v, blob) for v, blob in sorted(fields.items())]
+        return envelopes, damaged, problems
+
+    def _rows(
+        self, envelopes: list[tuple[str, str, int, bytes]], damaged: list[DamagedEntry]
+    ) -> list[RawEntry]:
+        """The envelopes as rows for :func:`audit`; the unreadable ones go to ``damaged``."""
+        rows: list[RawEntry] = []
+        for layer, digest, version, blob in envelopes:
+            try:
+                rows.append(self._unwrap(layer, digest, version, blob))
+            except SnapshotEntryCorrupt as e:
+                damaged.append(e.entry)
+        return rows
+
+    async def _body_problems(self, hashes: Iterable[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        todo = sorted(hashes)
+        for i in range(0, len(todo), 64):
+            batch = todo[i : i + 64]
+            pipe = self._redis.pipeline(transaction=False)
+            for h in batch:
+                pipe.get(self._k("body", h))
+            blobs = await pipe.execute()
+
+            def check(batch: list[str] = batch, blobs: list[Any] = blobs) -> list[str | None]:
+                return [
+                    f"body {h[:16]} is missing" if b is None else body_problem(b, h)
+                    for h, b in zip(batch, blobs, strict=True)
+                ]
+
+            out.update(zip(batch, await asyncio.to_thread(check), strict=True))
+        return out
+
+    async def _audit(self) -> tuple[VerifyReport, list[tuple[str, str, int, bytes]]]:
+        """Everything ``verify`` checks, and the envelopes it read."""
         with self._errors():
-            view_hashes: set[str] = set()
-            for _, raw in await self._entries("fetch"):
-                for val in raw.values():
-                    try:
-                        h = json.loads(val).get("b")
-                    except ValueError as e:
-                        raise SnapshotCorrupt(f"snapshot store {self.url}: bad fetch entry") from e
-                    if h:
-                        view_hashes.add(h)
-            stored = sorted(h.decode() for h in await self._redis.smembers(self._k("bodies")))
-            missing = sorted(view_hashes - set(stored))
-            if missing:
-                raise SnapshotCorrupt(
-                    f"snapshot store {self.url}: bodies missing: {[m[:16] for m in missing[:5]]}"
+            problems: list[str] = []
+            try:
+                versions: list[int] | None = list(await self._versions_raw())
+            except SnapshotCorrupt as e:
+                problems.append(str(e))
+                versions = None
+            envelopes, damaged, gaps = await self._stored_entries()
+            problems += gaps
+            stored = await self._scan("body")
+            listed = {h.decode() for h in await self._redis.smembers(self._k("bodies"))}
+            for h in sorted(listed - stored):
+                problems.append(f"the body set lists {h[:16]}, which is not stored")
+            for h in sorted(stored - listed):
+                problems.append(f"body {h[:16]} is stored but missing from the body set")
+            bodies = await self._body_problems(stored)
+
+        def run() -> VerifyReport:
+            rows = self._rows(envelopes, damaged)
+            return audit(
+                self._where,
+                rows,
+                bodies,
+                versions=versions,
+                problems=problems,
+                damaged=damaged,
+            )
+
+        return await asyncio.to_thread(run), envelopes
+
+    async def verify(self, *, raise_on_damage: bool = True) -> VerifyReport:
+        report, _ = await self._audit()
+        if raise_on_damage and not report.ok:
+            raise SnapshotDamaged(self._where, report)
+        return report
+
+    async def seal(self) -> int:
+        report, envelopes = await self._audit()
+        if not report.ok:
+            raise SnapshotDamaged(self._where, report)
+        sealed = 0
+        with self._errors():
+            for layer, digest, version, blob in envelopes:
+                env = _envelope(blob)  # readable: the audit found nothing damaged
+                if "c" in env:
+                    continue
+                env["c"] = self._open(layer, digest, version, blob).checksum_at(version)
+                # only if it is still exactly what was checked (a writer may have replaced it)
+                sealed += int(
+                    await self._seal_script(
+                        keys=[self._k("e", layer, digest)],
+                        args=[version, blob, json.dumps(env, ensure_ascii=False)],
+                    )
                 )
-            for h in stored:
-                packed = await self._redis.get(self._k("body", h))
-                if packed is None:
-                    raise SnapshotCorrupt(f"snapshot store {self.url}: body {h[:16]} is missing")
-                await asyncio.to_thread(decompress_body, packed, h, f"snapshot store {self.url}")
-        return len(stored)
+        return sealed
 
     async def count_bodies(self) -> int:
         with self._errors():

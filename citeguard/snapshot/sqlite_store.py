@@ -13,14 +13,20 @@
   :class:`~citeguard.errors.SnapshotCorrupt` naming the file, a locked or unreadable one
   :class:`~citeguard.errors.SnapshotError`; no raw ``sqlite3`` exception escapes.
 
-Schema (version 1)::
+Schema (migrations m001, m002)::
 
     versions(id, label, created_at)
-    entries(layer, key, version, data, body_hash, written_at)   PRIMARY KEY (layer, key, version)
-    bodies(hash, size, data)                                    sha256 → zlib(body)
+    entries(layer, key, version, data, body_hash, written_at, checksum)
+                                                   PRIMARY KEY (layer, key, version)
+    bodies(hash, size, data)                       sha256 → zlib(body)
 
 A read is ``... WHERE layer=? AND key=? AND version<=? ORDER BY version DESC LIMIT 1`` on the
-primary key (see :mod:`citeguard.snapshot.base` for the version semantics).
+primary key (see :mod:`citeguard.snapshot.base` for the version semantics), and checks the row's
+``checksum`` (:func:`~citeguard.snapshot.base.entry_checksum` over every other column of it)
+before anything of it is used. ``m002`` gives the rows of an older store the marker
+:data:`~citeguard.snapshot.base.UNCHECKED` (read as before, listed by ``verify`` as unchecked,
+given real checksums by ``seal``); a store opened ``read_only`` without ``m002`` reads the same
+way, every entry unchecked.
 """
 
 from __future__ import annotations
@@ -28,9 +34,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
@@ -38,17 +44,27 @@ from typing import TypeVar
 from citeguard.errors import PolicyError, SnapshotCorrupt, SnapshotError
 from citeguard.models import FetchResult, Page, SearchRecord, Verdict
 from citeguard.snapshot.base import (
+    UNCHECKED,
     Entry,
+    Hit,
+    JudgeRecord,
     Layer,
+    RawEntry,
+    SnapshotDamaged,
     SnapshotStore,
+    VerifyReport,
     VersionInfo,
     View,
+    audit,
     body_digest,
+    body_problem,
     compress_body,
-    decode_model,
-    decompress_body,
+    decode_hit,
+    entry_checksum,
     entry_key,
-    fetch_from_entry,
+    fetch_from_hit,
+    open_body,
+    open_entry,
     snapshot_url_key,
     utcnow,
 )
@@ -86,7 +102,19 @@ def m001_initial(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (m001_initial,)
+def m002_entry_checksums(db: sqlite3.Connection) -> None:
+    # Every row gets a value: rows written before checksums get the UNCHECKED marker, so a
+    # NULL checksum never occurs in a sound store (it reads as damage).
+    db.execute("ALTER TABLE entries ADD COLUMN checksum TEXT")
+    db.execute("UPDATE entries SET checksum = ?", (UNCHECKED,))
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    m001_initial,
+    m002_entry_checksums,
+)
+# Migrations a read-only open may find missing: the store reads as it did before them.
+_READ_OPTIONAL = frozenset({"m002_entry_checksums"})
 
 _MIGRATIONS_TABLE = "citeguard_migrations"
 
@@ -174,6 +202,9 @@ class SQLiteSnapshotStore(SnapshotStore):
         # Only ever touched on the executor's single thread.
         self._conn: sqlite3.Connection | None = None
         self._active: int | None = None
+        # False: a read-only store that predates the checksum column (every entry unchecked)
+        self._checksums = True
+        self._where = f"snapshot store {self.path}"
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="citeguard-sqlite")
         self._closed = False
 
@@ -227,7 +258,8 @@ class SQLiteSnapshotStore(SnapshotStore):
             )
         try:
             if self.read_only:
-                _check_schema(conn, where=f"snapshot store {self.path}")
+                done = _check_schema(conn, where=f"snapshot store {self.path}")
+                self._checksums = "m002_entry_checksums" in done
             else:
                 conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
                 conn.execute("PRAGMA journal_mode = WAL")
@@ -264,28 +296,32 @@ class SQLiteSnapshotStore(SnapshotStore):
             _require_version(db, self._active)
         return self._active
 
+    def _ck(self, table: str = "") -> str:
+        """The checksum column in SQL (the UNCHECKED marker for a store without one)."""
+        return f"{table}checksum" if self._checksums else f"'{UNCHECKED}'"
+
     def _get(
         self, db: sqlite3.Connection, layer: Layer, key: str
-    ) -> tuple[str, bytes | None] | None:
+    ) -> tuple[Hit, bytes | None] | None:
+        """The entry of ``key`` visible at the active version, checked (checksum first), with
+        its body; a damaged one raises :class:`SnapshotEntryCorrupt`."""
         v = self._read_version(db)
         if v is None:
             return None
         row = db.execute(
-            "SELECT e.data, e.body_hash, b.data FROM entries e"
-            " LEFT JOIN bodies b ON b.hash = e.body_hash"
+            f"SELECT e.version, e.data, e.body_hash, e.written_at, {self._ck('e.')}, b.data"
+            " FROM entries e LEFT JOIN bodies b ON b.hash = e.body_hash"
             " WHERE e.layer = ? AND e.key = ? AND e.version <= ?"
             " ORDER BY e.version DESC LIMIT 1",
             (layer, key, v),
         ).fetchone()
         if row is None:
             return None
-        data, body_hash, packed = row
-        if body_hash is None:
-            return data, None
-        where = f"snapshot store {self.path}, {layer} {key}"
-        if packed is None:
-            raise SnapshotCorrupt(f"{where}: body {body_hash[:16]} is missing")
-        return data, decompress_body(packed, body_hash, where)
+        version, data, body_hash, written_at, checksum, packed = row
+        hit = open_entry(
+            self._where, RawEntry(layer, key, version, data, body_hash, written_at, checksum)
+        )
+        return hit, (None if hit.body_hash is None else open_body(hit, packed))
 
     def _put(
         self, db: sqlite3.Connection, layer: Layer, key: str, data: str, body: bytes | None = None
@@ -312,10 +348,13 @@ class SQLiteSnapshotStore(SnapshotStore):
                         "INSERT INTO bodies (hash, size, data) VALUES (?, ?, ?)",
                         (body_hash, len(body or b""), compress_body(body or b"")),
                     )
+            written = utcnow().isoformat()
+            checksum = entry_checksum(layer, key, v, body_hash, written, data)
             db.execute(
                 "INSERT OR REPLACE INTO entries"
-                " (layer, key, version, data, body_hash, written_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (layer, key, v, data, body_hash, utcnow().isoformat()),
+                " (layer, key, version, data, body_hash, written_at, checksum)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (layer, key, v, data, body_hash, written, checksum),
             )
 
     # ---------------------------------------------------------------- layers
@@ -325,7 +364,7 @@ class SQLiteSnapshotStore(SnapshotStore):
 
         def op(db: sqlite3.Connection) -> SearchRecord | None:
             hit = self._get(db, "search", key)
-            return None if hit is None else decode_model(SearchRecord, hit[0], f"search {key}")
+            return None if hit is None else decode_hit(SearchRecord, hit[0])
 
         return await self._call(op)
 
@@ -339,7 +378,7 @@ class SQLiteSnapshotStore(SnapshotStore):
 
         def op(db: sqlite3.Connection) -> FetchResult | None:
             hit = self._get(db, "fetch", key)
-            return None if hit is None else fetch_from_entry(hit[0], hit[1], f"fetch {key}")
+            return None if hit is None else fetch_from_hit(*hit)
 
         return await self._call(op)
 
@@ -354,7 +393,7 @@ class SQLiteSnapshotStore(SnapshotStore):
 
         def op(db: sqlite3.Connection) -> Page | None:
             hit = self._get(db, "page", key)
-            return None if hit is None else decode_model(Page, hit[0], f"page {key}")
+            return None if hit is None else decode_hit(Page, hit[0])
 
         return await self._call(op)
 
@@ -362,6 +401,20 @@ class SQLiteSnapshotStore(SnapshotStore):
         key = entry_key(url, extractor_version)
         data = page.model_dump_json()
         await self._call(lambda db: self._put(db, "page", key, data))
+
+    async def get_judge(self, key: str) -> JudgeRecord | None:
+        k = entry_key(key)
+
+        def op(db: sqlite3.Connection) -> JudgeRecord | None:
+            hit = self._get(db, "judge", k)
+            return None if hit is None else decode_hit(JudgeRecord, hit[0])
+
+        return await self._call(op)
+
+    async def put_judge(self, key: str, record: JudgeRecord) -> None:
+        k = entry_key(key)
+        data = record.model_dump_json()
+        await self._call(lambda db: self._put(db, "judge", k, data))
 
     # ---------------------------------------------------------------- versions and baselines
 
@@ -394,7 +447,7 @@ class SQLiteSnapshotStore(SnapshotStore):
 
         def op(db: sqlite3.Connection) -> Verdict | None:
             hit = self._get(db, "verdict", key)
-            return None if hit is None else decode_model(Verdict, hit[0], f"verdict {case_id}")
+            return None if hit is None else decode_hit(Verdict, hit[0])
 
         return await self._call(op)
 
@@ -428,6 +481,7 @@ class SQLiteSnapshotStore(SnapshotStore):
                         pages=c.get("page", 0),
                         verdicts=c.get("verdict", 0),
                         cases=c.get("case", 0),
+                        judges=c.get("judge", 0),
                     )
                 )
             return out
@@ -437,14 +491,21 @@ class SQLiteSnapshotStore(SnapshotStore):
     async def _view(self, layer: Layer, version: int) -> View:
         def op(db: sqlite3.Connection) -> View:
             rows = db.execute(
-                "SELECT key, version, data, body_hash FROM ("
-                "  SELECT key, version, data, body_hash, row_number() OVER"
+                f"SELECT key, version, data, body_hash, written_at, {self._ck()} FROM ("
+                "  SELECT *, row_number() OVER"
                 "   (PARTITION BY key ORDER BY version DESC) AS rn"
                 "  FROM entries WHERE layer = ? AND version <= ?"
                 ") WHERE rn = 1",
                 (layer, version),
             )
-            return {k: Entry(k, v, d, h) for k, v, d, h in rows}
+            out: View = {}
+            # closed even when an entry is damaged: an unfinished SELECT would hold its read
+            # transaction open, and the connection would go on seeing the damaged snapshot
+            with closing(rows):
+                for k, v, d, h, w, c in rows:
+                    hit = open_entry(self._where, RawEntry(layer, k, v, d, h, w, c))
+                    out[hit.key] = Entry(hit.key, hit.version, hit.data, hit.body_hash)
+            return out
 
         return await self._call(op)
 
@@ -459,14 +520,24 @@ class SQLiteSnapshotStore(SnapshotStore):
                 if len(ids) <= keep:
                     return 0
                 cut = ids[keep - 1]  # the oldest version kept
-                # Entries the oldest kept version still sees through inheritance move up to it;
-                # every other entry older than it is shadowed in all kept versions.
-                db.execute(
-                    "UPDATE entries SET version = :cut WHERE version < :cut AND version = ("
+                # Entries the oldest kept version still sees through inheritance move up to it,
+                # checked and re-sealed for their new version (a damaged one stops the prune:
+                # nothing is changed); every other entry older than it is shadowed in all kept
+                # versions.
+                moving = db.execute(
+                    "SELECT layer, key, version, data, body_hash, written_at, checksum"
+                    " FROM entries WHERE version < :cut AND version = ("
                     " SELECT max(e2.version) FROM entries e2 WHERE e2.layer = entries.layer"
                     " AND e2.key = entries.key AND e2.version <= :cut)",
                     {"cut": cut},
-                )
+                ).fetchall()
+                for row in moving:
+                    hit = open_entry(self._where, RawEntry(*row))
+                    db.execute(
+                        "UPDATE entries SET version = ?, checksum = ?"
+                        " WHERE layer = ? AND key = ? AND version = ?",
+                        (cut, hit.resealed(cut), row[0], row[1], row[2]),
+                    )
                 db.execute("DELETE FROM entries WHERE version < ?", (cut,))
                 dropped = db.execute("DELETE FROM versions WHERE id < ?", (cut,)).rowcount
                 db.execute(
@@ -479,26 +550,54 @@ class SQLiteSnapshotStore(SnapshotStore):
 
         return await self._call(op)
 
-    async def verify(self) -> int:
+    def _audit(self, db: sqlite3.Connection) -> VerifyReport:
+        """Everything ``verify`` checks: the file, every body, every entry of every version."""
+        problems: list[str] = []
+        integrity = [r[0] for r in db.execute("PRAGMA quick_check")]
+        if integrity != ["ok"]:
+            problems.append(f"the file fails its integrity check: {integrity[:5]}")
+        with closing(db.execute("SELECT hash, size, data FROM bodies")) as stored:
+            bodies = _body_problems(stored)
+        versions = [r[0] for r in db.execute("SELECT id FROM versions")]
+        rows = db.execute(
+            "SELECT layer, key, version, data, body_hash, written_at,"
+            f" {self._ck()} FROM entries ORDER BY layer, key, version"
+        )
+        with closing(rows):  # streamed: a big store's entries need not all be in memory
+            return audit(
+                self._where,
+                (RawEntry(*r) for r in rows),
+                bodies,
+                versions=versions,
+                problems=problems,
+            )
+
+    async def verify(self, *, raise_on_damage: bool = True) -> VerifyReport:
+        report = await self._call(self._audit)
+        if raise_on_damage and not report.ok:
+            raise SnapshotDamaged(self._where, report)
+        return report
+
+    async def seal(self) -> int:
         def op(db: sqlite3.Connection) -> int:
-            problems = [r[0] for r in db.execute("PRAGMA quick_check")]
-            if problems != ["ok"]:
-                raise SnapshotCorrupt(
-                    f"snapshot store {self.path} fails its integrity check: {problems[:5]}"
-                )
-            missing = db.execute(
-                "SELECT DISTINCT body_hash FROM entries WHERE body_hash IS NOT NULL"
-                " AND body_hash NOT IN (SELECT hash FROM bodies) LIMIT 5"
-            ).fetchall()
-            if missing:
-                raise SnapshotCorrupt(
-                    f"snapshot store {self.path}: bodies missing: {[m[0][:16] for m in missing]}"
-                )
-            n = 0
-            for body_hash, packed in db.execute("SELECT hash, data FROM bodies"):
-                decompress_body(packed, body_hash, f"snapshot store {self.path}")
-                n += 1
-            return n
+            self._writable()
+            with _transaction(db):  # checked and sealed under one lock: no writer in between
+                report = self._audit(db)
+                if not report.ok:
+                    raise SnapshotDamaged(self._where, report)
+                rows = db.execute(
+                    "SELECT layer, key, version, data, body_hash, written_at, checksum"
+                    " FROM entries WHERE checksum = ?",
+                    (UNCHECKED,),
+                ).fetchall()
+                for row in rows:
+                    hit = open_entry(self._where, RawEntry(*row))
+                    db.execute(
+                        "UPDATE entries SET checksum = ?"
+                        " WHERE layer = ? AND key = ? AND version = ? AND checksum = ?",
+                        (hit.checksum_at(hit.version), row[0], row[1], row[2], UNCHECKED),
+                    )
+                return len(rows)
 
         return await self._call(op)
 
@@ -518,18 +617,31 @@ class SQLiteSnapshotStore(SnapshotStore):
             self._executor.shutdown(wait=False)
 
 
-def _check_schema(db: sqlite3.Connection, *, where: str) -> None:
-    """Read-only open: the file must be a store with every migration already applied."""
+def _check_schema(db: sqlite3.Connection, *, where: str) -> set[str]:
+    """Read-only open: the file must be a store with every migration already applied (but the
+    read-optional ones); return the migrations it has."""
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if _MIGRATIONS_TABLE not in tables:
         raise SnapshotError(f"{where} is not a citeguard snapshot store")
     done = {r[0] for r in db.execute(f"SELECT name FROM {_MIGRATIONS_TABLE}")}
-    missing = [m.__name__ for m in MIGRATIONS if m.__name__ not in done]
+    missing = [m.__name__ for m in MIGRATIONS if m.__name__ not in done | _READ_OPTIONAL]
     if missing:
         raise SnapshotError(f"{where} needs migrations {missing}: open it writable once")
     unknown = done - {m.__name__ for m in MIGRATIONS}
     if unknown:
         raise SnapshotError(f"{where} was written by a newer citeguard ({sorted(unknown)})")
+    return done
+
+
+def _body_problems(rows: Iterable[tuple[object, object, object]]) -> dict[str, str | None]:
+    """Stored bodies (hash, size, zlib data) → what is wrong with each (None: intact)."""
+    out: dict[str, str | None] = {}
+    for body_hash, size, packed in rows:
+        if isinstance(body_hash, str):
+            out[body_hash] = body_problem(packed, body_hash, size)
+        else:
+            out[repr(body_hash)] = f"body hash {body_hash!r} is not text"
+    return out
 
 
 def _insert_version(db: sqlite3.Connection, label: str | None) -> int:

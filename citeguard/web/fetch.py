@@ -16,8 +16,9 @@ How one URL is fetched:
    address that was checked (no DNS-rebinding gap). Host header and SNI keep the original name.
 4. ``want_body=False`` sends HEAD first and falls back to GET when HEAD is refused;
    ``want_body=True`` sends one GET whose body serves every later check.
-5. Redirects are followed by hand: a hop to another registrable domain fails without being
-   fetched, as do loops, too many hops and hops to blocked schemes or addresses.
+5. Redirects are followed by hand: ``Location`` is resolved as a browser resolves it (WHATWG,
+   :func:`citeguard.web.urls.join_url`); a hop to another registrable domain fails without being
+   fetched, as do loops, too many hops, malformed targets and hops to blocked schemes or addresses.
 6. Transient failures (reset, 429, 502, 503, 504) are retried by tenacity with exponential backoff,
    honouring ``Retry-After`` up to ``policy.retry_after_cap`` and never past the deadline.
 7. Bodies are streamed under a raw-size cap and a decompressed-size cap (decompression is done here,
@@ -41,7 +42,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.cookies import SimpleCookie
 from typing import Any, Literal, Protocol, runtime_checkable
-from urllib.parse import urljoin
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -56,6 +56,7 @@ from citeguard.web.urls import (
     UrlProblem,
     blocked_address_reason,
     host_of,
+    join_url,
     normalize_url,
     parse_ip_literal,
     registrable_domain,
@@ -73,6 +74,7 @@ _HEAD_FALLBACK_ERRORS = frozenset({CitationStatus.CONNECTION_ERROR})
 _DRAIN_LIMIT = 64 * 1024
 _CHUNK = 64 * 1024
 _SMALL_BODY = 256 * 1024  # announced bodies up to this size are read in one call
+_DECODE_STEP = 1024 * 1024  # the most one brotli call may inflate (memory per step)
 _DNS_CACHE_SIZE = 4096
 _GRACE = 0.05  # seconds a waiter gives a fetch to report its own timeout
 # Response headers that are not worth keeping in a result (privacy, size).
@@ -85,8 +87,23 @@ _BOT_WALL_HEADERS: tuple[tuple[str, str | None], ...] = (
 )
 
 try:  # brotli is optional; without it we do not advertise "br" at all
-    import brotli as _brotli  # type: ignore[import-not-found, unused-ignore]
+    import brotli as _brotli  # type: ignore[import-not-found, import-untyped, unused-ignore]
 except ImportError:  # pragma: no cover - depends on the environment
+    _brotli = None
+
+
+def _brotli_can_limit() -> bool:
+    """Whether this brotli bounds each output (``output_buffer_limit``, brotli >= 1.2)."""
+    try:
+        _brotli.Decompressor().process(b"", output_buffer_limit=1)
+    except TypeError:  # pragma: no cover - older brotli: one call may inflate without bound
+        return False
+    return True
+
+
+if _brotli is not None and not _brotli_can_limit():  # pragma: no cover - old brotli
+    # 1.6 kB of brotli can inflate to 2 GB in one process() call; without an output limit we
+    # cannot stop it part-way, so "br" is neither advertised nor decoded (unsupported_type)
     _brotli = None
 
 _ACCEPT_ENCODING = "gzip, deflate, br" if _brotli is not None else "gzip, deflate"
@@ -289,6 +306,10 @@ class _Unsupported(Exception):
     pass
 
 
+class _Corrupt(Exception):
+    """A body its Content-Encoding cannot decode (zlib reports its own ``zlib.error``)."""
+
+
 class _Decoder:
     """Incremental Content-Encoding decoder whose output never exceeds ``limit`` bytes in total."""
 
@@ -320,8 +341,7 @@ class _Decoder:
         if self._zlib is None and self._brotli is None:
             return self._count(chunk)
         if self._brotli is not None:
-            # brotli offers no output limit on every version; bound the input instead.
-            return self._count(self._brotli.process(chunk))
+            return self._feed_brotli(chunk)
         out: list[bytes] = []
         data = chunk
         while data:
@@ -345,6 +365,25 @@ class _Decoder:
                 else:
                     break
         return b"".join(out)
+
+    def _feed_brotli(self, chunk: bytes) -> bytes:
+        # Every process() call is capped at the room left (plus one byte, to detect the
+        # overflow): a bomb stops at the cap instead of inflating in one call. While the output
+        # limit holds data back, brotli wants empty input until it can accept more.
+        out: list[bytes] = []
+        data = chunk
+        while True:
+            room = min(self.limit - self.total + 1, _DECODE_STEP)
+            try:
+                piece = self._brotli.process(data, output_buffer_limit=room)
+            except _brotli.error as exc:
+                raise _Corrupt(str(exc)) from None
+            out.append(self._count(piece))
+            data = b""
+            if self._brotli.is_finished() or self._brotli.can_accept_more_data():
+                return b"".join(out)
+            if not piece:  # pragma: no cover - defensive: no progress, no more input
+                raise _Corrupt("the brotli decoder made no progress")
 
 
 # --------------------------------------------------------------------------------------------
@@ -875,7 +914,17 @@ class Fetcher(AsyncClosing):
         cookies: dict[str, str] = {}
         while True:
             st.final_url = current
+            # ``current`` is normalize_url's WHATWG serialisation, handed to aiohttp as it is
+            # (encoded=True: yarl splits it, changes nothing), so the request goes to the host a
+            # browser opens. Should the two readings of the host ever differ, nothing is sent.
             target_url = URL(current, encoded=True)
+            whatwg_host = host_of(current)
+            if (target_url.raw_host or "").lower() != whatwg_host:
+                return st.result(
+                    CitationStatus.MALFORMED_URL,
+                    f"refused: the HTTP client reads the host of {current!r} as "
+                    f"{target_url.raw_host!r}, a browser as {whatwg_host!r}",
+                )
             problem = await self._address_problem(target_url)
             if problem is not None:
                 return st.result(*problem)
@@ -885,8 +934,11 @@ class Fetcher(AsyncClosing):
             if hop.status is not None:
                 return st.result(hop.status, hop.reason, body=hop.body, truncated=hop.truncated)
             assert hop.location is not None
-            target_raw = urljoin(current, hop.location)
+            target_raw = hop.location
             try:
+                # As the browser resolves it: "\\evil.example/", "/\evil.example/" and
+                # "http:\\evil.example/" name another host; a broken one is malformed_url.
+                target_raw = join_url(current, hop.location)
                 target = normalize_url(target_raw, allowed_schemes=self.policy.allowed_schemes)
             except UrlProblem as p:
                 st.redirects.append(target_raw)
@@ -1095,7 +1147,7 @@ class Fetcher(AsyncClosing):
             hop.truncated = True
             resp.close()
             return
-        except zlib.error as exc:
+        except (zlib.error, _Corrupt) as exc:
             hop.status = CitationStatus.CONNECTION_ERROR
             hop.reason = f"corrupt {encoding} body: {exc}"
             return

@@ -18,6 +18,7 @@ import io
 import json
 import logging
 import re
+import time
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,8 +26,16 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
-from citeguard.dates import make_date, parse_date, parse_pdf_date
+from citeguard.dates import (
+    DATE_PATTERN,
+    MAX_DATE_CHARS,
+    date_from_match,
+    make_date,
+    parse_date,
+    parse_pdf_date,
+)
 from citeguard.models import Page, PageKind
+from citeguard.policy import FetchPolicy
 
 __all__ = [
     "EXTRACTION_VERSION",
@@ -38,7 +47,7 @@ __all__ = [
 ]
 
 #: Bumped whenever extraction output can change for the same input; part of snapshot keys.
-extraction_version = "page-1"
+extraction_version = "page-2"  # page-2: main-entity JSON-LD, placed <time> dates
 EXTRACTION_VERSION = extraction_version
 
 _LOG = logging.getLogger(__name__)
@@ -51,8 +60,9 @@ _FUTURE_SLACK = timedelta(days=1)
 _HTMLDATE_MAX_CHARS = 1_500_000
 #: Charset detection on huge bodies is slow and gains nothing over a sample.
 _DETECT_SAMPLE_BYTES = 256 * 1024
-#: PDFs longer than this many pages are cut (bounded time on huge documents).
-_PDF_MAX_PAGES = 300
+#: What one body may cost to extract (HTML size, depth, nodes, attributes; JSON-LD; PDF pages,
+#: characters, page weight, seconds) when the caller passes no ``limits``: FetchPolicy's.
+_DEFAULT_LIMITS = FetchPolicy()
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", "application/html"})
 _TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/x-markdown", "text/csv"})
@@ -288,9 +298,65 @@ _ARTICLE_TYPES = frozenset(
         "recipe",
         "howto",
         "dataset",
+        "discussionforumposting",
+        "satiricalarticle",
+        "advertisercontentarticle",
+        "askpublicnewsarticle",
+        "claimreview",
     }
 )
 _PAGE_TYPES = frozenset({"webpage", "itempage", "aboutpage", "collectionpage", "profilepage"})
+#: Entities that are never the page's subject: their dates (and those of everything nested in
+#: them) are about the site, a person, a list of other pages or a navigation aid.
+_NON_ENTITY_TYPES = frozenset(
+    {
+        "website",
+        "breadcrumblist",
+        "itemlist",
+        "listitem",
+        "sitenavigationelement",
+        "wpheader",
+        "wpfooter",
+        "wpsidebar",
+        "person",
+        "organization",
+        "newsmediaorganization",
+        "corporation",
+        "searchaction",
+        "readaction",
+    }
+)
+#: Properties whose values are other works than the page's own (related items, the periodical
+#: it is part of, its parts, comments, reviews, citations) or the people and organisations
+#: behind it; a date anywhere below them does not date the page.
+_RELATED_KEYS = (
+    "itemListElement",
+    "relatedLink",
+    "significantLink",
+    "isPartOf",
+    "hasPart",
+    "liveBlogUpdate",
+    "citation",
+    "comment",
+    "review",
+    "author",
+    "creator",
+    "publisher",
+    "contributor",
+    "editor",
+    "sourceOrganization",
+    "mentions",
+    "about",
+    "isBasedOn",
+    "workExample",
+    "exampleOfWork",
+    "subjectOf",
+    "sharedContent",
+    "itemReviewed",
+    "potentialAction",
+    "breadcrumb",
+)
+_RELATED_KEY_SET = frozenset(_RELATED_KEYS)
 _JSONLD_DATE_RE = re.compile(
     r'"(datePublished|dateModified|dateCreated|uploadDate)"\s*:\s*"([^"]{6,40})"'
 )
@@ -324,68 +390,794 @@ def _walk_jsonld(node: Any, depth: int = 0) -> Iterator[Mapping[str, Any]]:
                 yield from _walk_jsonld(value, depth + 1)
 
 
+def _ld_urls(obj: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a JSON-LD node says it is: its ``url``, ``@id`` and ``mainEntityOfPage``, as given."""
+    out: list[str] = []
+    for key in ("url", "@id", "mainEntityOfPage"):
+        value = obj.get(key)
+        if isinstance(value, list):
+            value = value[0] if value else None
+        if isinstance(value, dict):
+            value = value.get("@id") or value.get("url")
+        if isinstance(value, str):
+            value = value.strip()
+            # blank-node ids ("_:b0") and bare names say nothing about the page
+            if value.startswith(("http://", "https://", "//", "/", "#")):
+                out.append(value[:2000])
+    return tuple(out)
+
+
+def _url_key(url: str) -> str | None:
+    """A loose key for "the same page": host less ``www.``, path less trailing slash, query."""
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").removeprefix("www.")
+    except ValueError:
+        return None
+    if not host:
+        return None
+    key = host + parts.path.rstrip("/")
+    return f"{key}?{parts.query}" if parts.query else key
+
+
+class _LdDate:
+    """One JSON-LD date and what its node is: kind 0 article, 1 web page, 2 read by pattern from
+    broken JSON, 3 any other entity; ``weak`` for dateCreated/uploadDate."""
+
+    __slots__ = ("kind", "order", "raw", "urls", "weak")
+
+    def __init__(self, kind: int, weak: bool, order: int, raw: str, urls: tuple[str, ...]) -> None:
+        self.kind, self.weak, self.order, self.raw, self.urls = kind, weak, order, raw, urls
+
+
 class _JsonLd:
     """What the page's JSON-LD blocks say: @type values, and dates ranked by their entity.
 
-    The article (or web page) entity is trusted above meta tags; dates of other entities (an
-    embedded video's ``uploadDate``, an event) only count after every meta tag came up empty.
+    The page's **main entity** dates it, above every meta tag. Main-entity candidates, best
+    first (then ``datePublished`` before ``dateCreated``/``uploadDate`` on the same node, then
+    document order):
+
+    ==  ============================================================================
+    1   an article node (Article, NewsArticle, BlogPosting, Report, …) naming the page
+    2   an article node naming no URL
+    3   a web page node (WebPage, ItemPage, …) naming the page
+    4   a web page node naming no URL
+    5   a date read by pattern from a block that is not valid JSON
+    6   an article node naming another page
+    7   a web page node naming another page
+    ==  ============================================================================
+
+    A node *names the page* when its ``url``, ``@id`` or ``mainEntityOfPage`` is the page's URL,
+    canonical link or ``og:url`` (host without ``www.``, path without trailing slash). Nodes of
+    WebSite, BreadcrumbList, ItemList, Person, Organization…, and every node below a property
+    holding other works or people (``itemListElement``, ``relatedLink``, ``isPartOf``,
+    ``hasPart``, ``author``, ``publisher``, ``comment``, ``review``, …) never date the page.
+    Dates of any other entity (an embedded video's ``uploadDate``, an event) are the second
+    tier, trusted only after every meta tag and on-page date came up empty.
     """
 
-    __slots__ = ("modified", "published", "types")
+    __slots__ = ("budget", "modified", "published", "types")
 
-    def __init__(self) -> None:
+    def __init__(self, max_chars: int = _DEFAULT_LIMITS.max_jsonld_chars) -> None:
         self.types: list[str] = []
-        # (tier, rank, order, raw): tier 0 = article/page entity, 1 = any other entity
-        self.published: list[tuple[int, int, int, str]] = []
-        self.modified: list[tuple[int, int, int, str]] = []
+        self.published: list[_LdDate] = []
+        self.modified: list[_LdDate] = []
+        self.budget = max_chars  # characters of JSON-LD this page may still have parsed
 
     def add_script(self, raw: str) -> None:
         raw = raw.strip()
-        if not raw:
-            return
+        if not raw or len(raw) > self.budget:
+            return  # a block past the page's budget is ignored, not the page
+        self.budget -= len(raw)
         try:
             data = json.loads(raw)
-        except ValueError:
-            # broken JSON (trailing commas, HTML entities, comments) is common: fall back to a
-            # plain pattern so a date in it still counts, below well-formed article entities
+        except (ValueError, RecursionError):
+            # broken JSON (trailing commas, HTML entities, comments) is common, and so is JSON
+            # nested too deep to parse: fall back to a plain pattern so a date in it still
+            # counts, below well-formed article entities
             for key, value in _JSONLD_DATE_RE.findall(raw):
-                self._add_date(key, value, tier=0, rank=2)
+                self._add_date(key, value, 2, ())
             return
+        # a node below a related-work property, or inside a list, person or site node, is
+        # about something else; the walk is pre-order, so ancestors are seen first
+        not_ours: set[int] = set()
         for obj in _walk_jsonld(data):
             types = _types_of(obj)
             lowered = {t.lower() for t in types}
             for t in types:
                 if t not in self.types:
                     self.types.append(t)
+            if id(obj) in not_ours:
+                continue
+            if lowered & _NON_ENTITY_TYPES:
+                not_ours.update(id(n) for n in _walk_jsonld(obj))
+                continue
+            for key, value in obj.items():
+                if key in _RELATED_KEY_SET and isinstance(value, (dict, list)):
+                    not_ours.update(id(n) for n in _walk_jsonld(value))
             if lowered & _ARTICLE_TYPES:
-                tier, rank = 0, 0
+                kind = 0
             elif lowered & _PAGE_TYPES:
-                tier, rank = 0, 1
+                kind = 1
             else:
-                tier, rank = 1, 0
+                kind = 3
+            urls: tuple[str, ...] | None = None
             for key in ("datePublished", "dateCreated", "uploadDate", "dateModified"):
                 value = obj.get(key)
                 if isinstance(value, str):
-                    self._add_date(key, value, tier, rank)
+                    urls = _ld_urls(obj) if urls is None else urls
+                    self._add_date(key, value, kind, urls)
 
-    def _add_date(self, key: str, value: str, tier: int, rank: int) -> None:
+    def _add_date(self, key: str, value: str, kind: int, urls: tuple[str, ...]) -> None:
         order = len(self.published) + len(self.modified)
         if key == "dateModified":
-            self.modified.append((tier, rank, order, value))
+            self.modified.append(_LdDate(kind, False, order, value, urls))
         else:
             # dateCreated/uploadDate are weaker than datePublished on the same entity
-            self.published.append((tier, rank * 2 + (key != "datePublished"), order, value))
+            self.published.append(_LdDate(kind, key != "datePublished", order, value, urls))
 
-    def best(self, which: str, now: datetime, tier: int) -> datetime | None:
-        """The most trusted plausible date of ``which`` kind among entities of ``tier``."""
-        entries = sorted(self.published if which == "published" else self.modified)
-        for entry_tier, _, _, raw in entries:
-            if entry_tier != tier:
-                continue
-            dt = _plausible(parse_date(raw), now)
+    def best(
+        self, which: str, now: datetime, tier: int, page_urls: tuple[str, ...] = ()
+    ) -> datetime | None:
+        """The most trusted plausible date of ``which`` kind among entities of ``tier``.
+
+        ``page_urls``: the page's URL first, then its canonical link and ``og:url``.
+        """
+        entries = [
+            e
+            for e in (self.published if which == "published" else self.modified)
+            if (e.kind == 3) == (tier == 1)
+        ]
+        if not entries:
+            return None
+        keys = {_url_key(u) for u in page_urls} - {None}
+
+        def names(entry: _LdDate) -> int:
+            """0: the node names the page, 1: no URL, 2: another page."""
+            if not entry.urls:
+                return 1
+            base = page_urls[0] if page_urls else ""
+            for u in entry.urls:
+                try:
+                    joined = urljoin(base, u)
+                except ValueError:
+                    continue
+                if _url_key(joined) in keys:
+                    return 0
+            return 2
+
+        def rank(entry: _LdDate) -> tuple[int, bool, int]:
+            named = names(entry)
+            if entry.kind == 2:
+                place = 4
+            elif entry.kind == 3:
+                place = named
+            else:  # article 0, 1, 5; web page 2, 3, 6
+                place = (0, 1, 5)[named] if entry.kind == 0 else (2, 3, 6)[named]
+            return place, entry.weak, entry.order
+
+        for entry in sorted(entries, key=rank):
+            dt = _plausible(parse_date(entry.raw), now)
             if dt is not None:
                 return dt
         return None
+
+
+# Where on the page a date element (<time>, itemprop, hAtom, microdata <meta>) sits decides
+# whether it dates the page. Ancestors are read up to <body>.
+
+#: Elements whose dates belong to something else: navigation, asides, footers, menus (not
+#: <form>: ASP.NET pages wrap the whole page in one; comment forms are caught by their class).
+_DATE_ELSEWHERE_TAGS = frozenset({"aside", "nav", "footer", "menu", "dialog", "select"})
+#: Class/id substrings of blocks about other pages or other people's posts (related posts,
+#: teasers, comments, carousels): a date inside one is theirs, wherever the block sits.
+_DATE_LIST_HINTS = (
+    "related",
+    "teaser",
+    "recommend",
+    "popular",
+    "more-",
+    "morestories",
+    "readmore",
+    "comment",
+    "similar",
+    "trending",
+    "most-read",
+    "mostread",
+    "outbrain",
+    "taboola",
+    "carousel",
+    "slider",
+    "weitere",
+)
+#: Class/id substrings of site chrome; only checked below the article element (or when there is
+#: none), since layout wrappers ("has-sidebar") often hold the article itself.
+_DATE_CHROME_HINTS = (
+    "sidebar",
+    "widget",
+    "footer",
+    "navbar",
+    "navigation",
+    "menu",
+    "breadcrumb",
+    "newsletter",
+    "promo",
+    "topbar",
+    "masthead",
+    "site-header",
+    "ticker",
+)
+#: Class/id substrings of a byline or an article header, where the page prints its own date.
+_DATE_BYLINE_HINTS = (
+    "byline",
+    "dateline",
+    "meta",
+    "date",
+    "time",
+    "publish",
+    "posted",
+    "author",
+    "info",
+    "head",
+    "timestamp",
+    "credit",
+)
+_DATE_ARTICLE_ITEMTYPES = ("article", "blogposting", "report", "posting")
+#: At most this many ``<time>`` elements per page are placed, out of at most so many date
+#: elements collected (bounded time on comment threads and tickers).
+_MAX_DATE_ELEMENTS = 40
+_MAX_DATE_NODES = 400
+_MAX_DATE_DEPTH = 40
+_VISIBLE_DATE_RE = re.compile(DATE_PATTERN, re.IGNORECASE)
+
+#: Places of an on-page date element, best first (see :func:`_date_place`).
+_PLACE_PUBDATE, _PLACE_ARTICLE_BYLINE, _PLACE_ARTICLE, _PLACE_BYLINE, _PLACE_PAGE = range(5)
+
+
+#: Class tokens that describe a page's state or taxonomy, not a block ("tag-related",
+#: "has-comments", "category-kommentar") and words of layout wrappers, which hold the article
+#: itself ("layoutTwoColumnsRightSidebar", "content-with-sidebar").
+_HINT_SKIP_PREFIXES = ("tag-", "category-", "cat-", "has-", "no-", "with-", "is-")
+_LAYOUT_WORDS = ("layout", "column", "container", "wrap", "page", "main", "grid")
+
+
+def _any_of(words: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(w) for w in words))
+
+
+_DATE_LIST_RE = _any_of(_DATE_LIST_HINTS)
+_DATE_CHROME_RE = _any_of(_DATE_CHROME_HINTS)
+_DATE_BYLINE_RE = _any_of(_DATE_BYLINE_HINTS)
+_LAYOUT_RE = _any_of(_LAYOUT_WORDS)
+
+
+def _hinted(cls: str, hints: re.Pattern[str], *, layout_cancels: bool) -> bool:
+    """Whether a class/id token (lower-cased, space-separated) names one of ``hints``."""
+    if hints.search(cls) is None:
+        return False
+    for token in cls.split():
+        if token.startswith(_HINT_SKIP_PREFIXES):
+            continue
+        if layout_cancels and _LAYOUT_RE.search(token):
+            continue
+        if hints.search(token):
+            return True
+    return False
+
+
+def _date_place(node: Any, *, chrome: bool = True) -> int | None:
+    """Where a date element sits, or None when it dates something else than the page.
+
+    None: inside ``<nav>``, ``<menu>`` or ``<dialog>``; inside an ``<aside>`` unless it is the
+    article's own byline box; in a ``<footer>`` that is not the article's own; inside a block
+    whose class/id names related posts, teasers, comments or carousels; inside an ``<article>``
+    nested in another or in a footer/aside (a related-post card, a comment); below site chrome
+    (sidebar, widget, breadcrumb…) outside the article (``chrome=False`` skips this last test,
+    for explicit ``itemprop="datePublished"`` markup). Otherwise, best first:
+    :data:`_PLACE_ARTICLE_BYLINE` in the article (``<article>`` or a microdata Article) below
+    its header or a byline-like block (class/id with byline, meta, date, info, head…),
+    :data:`_PLACE_ARTICLE` elsewhere in the article, :data:`_PLACE_BYLINE` in a byline-like
+    block on a page without an article element, :data:`_PLACE_PAGE` anywhere else.
+    (:data:`_PLACE_PUBDATE`, for ``<time pubdate>``, is the caller's.)
+    """
+    byline = in_article = in_footer = in_aside = False
+    current = node
+    for _ in range(_MAX_DATE_DEPTH):
+        if current is None:
+            break
+        tag = current.tag
+        if tag in ("body", "html", "head"):
+            break
+        if tag in _DATE_ELSEWHERE_TAGS:
+            if in_article:
+                return None  # an article card inside a footer, an aside, a nav
+            if tag == "footer":
+                in_footer = True  # fine as the article's own footer (checked below)
+            elif tag == "aside":
+                in_aside = True  # fine only as the article's byline box (checked below)
+            else:
+                return None
+        try:
+            attrs = current.attributes
+        except Exception:  # lexbor can refuse odd attribute bytes; read as no attributes
+            attrs = {}
+        cls = f"{attrs.get('class') or ''} {attrs.get('id') or ''}".lower() if attrs else " "
+        itemtype = attrs.get("itemtype") if attrs and tag != "article" else None
+        if tag == "article" or (
+            itemtype and any(t in itemtype.lower() for t in _DATE_ARTICLE_ITEMTYPES)
+        ):
+            if in_article:
+                return None  # an article inside the article: a related card, a comment
+            in_article = True
+        elif cls != " ":
+            if _hinted(cls, _DATE_LIST_RE, layout_cancels=False):
+                return None
+            if not in_article:
+                if chrome and _hinted(cls, _DATE_CHROME_RE, layout_cancels=True):
+                    if "footer" not in cls:
+                        return None
+                    in_footer = True
+                byline = byline or _DATE_BYLINE_RE.search(cls) is not None
+        if tag == "header" and not in_article:
+            byline = True
+        current = current.parent
+    if in_aside and not (in_article and byline):
+        return None  # a side box: related links, a fact box, the site's sidebar
+    if in_article:
+        return _PLACE_ARTICLE_BYLINE if byline else _PLACE_ARTICLE
+    if in_footer:
+        return None  # the site's footer
+    return _PLACE_BYLINE if byline else _PLACE_PAGE
+
+
+def _visible_date(text: str | None) -> datetime | None:
+    """A day printed on the page ("29.04.2020, 12:01 Uhr", "March 3, 2011", "2011-03-03")."""
+    if not text:
+        return None
+    text = " ".join(text[:MAX_DATE_CHARS].split())
+    dt = parse_date(text)
+    if dt is not None:
+        return dt
+    m = _VISIBLE_DATE_RE.search(text)
+    while m is not None:
+        if m.group("dmy") or m.group("mdy"):
+            return date_from_match(m)[0]
+        m = _VISIBLE_DATE_RE.search(text, m.end())
+    for m in _DAY_MONTH_YEAR_RE.finditer(text):
+        month = _month_number(m.group("m"))
+        if month is not None:
+            return make_date(int(m.group("y")), month, int(m.group("d")))
+    return None
+
+
+# "29 juin 2019", "25. November 2021", "3 de marzo de 2020", "1er août 2020"
+_DAY_MONTH_YEAR_RE = re.compile(
+    r"(?<!\d)(?P<d>[0-3]?\d)(?:\.|er|º|°)?\s+(?:de\s+)?(?P<m>[^\W\d_]{3,10})\.?,?\s+"
+    r"(?:de\s+)?(?P<y>(?:19|20)\d\d)(?!\d)"
+)
+#: Month names by their first three letters (English, German, French, Spanish, Italian,
+#: Portuguese, Dutch); "jui" is settled by the fourth letter (juin, juillet).
+_MONTH_PREFIXES = {
+    **dict.fromkeys(("jan", "jän", "gen", "ene"), 1),
+    **dict.fromkeys(("feb", "fév", "fev"), 2),
+    **dict.fromkeys(("mar", "mär", "mrz", "maa"), 3),
+    **dict.fromkeys(("apr", "avr", "abr"), 4),
+    **dict.fromkeys(("may", "mai", "mei", "mag"), 5),
+    **dict.fromkeys(("jun", "giu"), 6),
+    **dict.fromkeys(("jul", "lug"), 7),
+    **dict.fromkeys(("aug", "aoû", "aou", "ago"), 8),
+    **dict.fromkeys(("sep", "set"), 9),
+    **dict.fromkeys(("oct", "okt", "ott", "out"), 10),
+    **dict.fromkeys(("nov",), 11),
+    **dict.fromkeys(("dec", "dez", "déc", "dic"), 12),
+}
+
+
+def _month_number(word: str) -> int | None:
+    word = word.lower()
+    if word.startswith("jui"):
+        return 6 if word.startswith("juin") else 7 if word.startswith("juil") else None
+    return _MONTH_PREFIXES.get(word[:3])
+
+
+# --------------------------------------------------------------------------------------------
+# Bounded HTML
+# --------------------------------------------------------------------------------------------
+# lexbor's tree builder is worse than linear in the depth of its stack of open elements and in
+# the attributes of one element (100k nested <div>s take a minute, one element with 100k
+# attributes longer), and it re-opens unclosed formatting elements in every new block (a 160 kB
+# page can become 5 million nodes). So before parsing, one linear pass reads the tokens as the
+# HTML tokenizer does (quoted attribute values, comments, raw text and script escapes, foreign
+# content) and models the stack of open elements conservatively: it closes an element only where
+# the tree builder certainly closes it too, so the real stack is never deeper than the model's
+# (bar the four levels a table row adds and the formatting elements a block re-opens, both
+# bounded). Only when a bound is passed is the document rewritten: start tags nested past the
+# depth bound, and formatting start tags past a small bound, are dropped with their end tags
+# (their text stays, in the deepest element kept); attributes past the attribute bound are
+# dropped; the document is cut at its size bound and before its token past the node bound. A
+# page within the bounds is parsed exactly as it came.
+
+_ATTR = (
+    r"[^\t\n\f\r />][^\t\n\f\r />=]*+"
+    r"(?:[\t\n\f\r ]*+=[\t\n\f\r ]*+(?:\"[^\"]*+\"|'[^']*+'|(?![\"'])[^\t\n\f\r >]*+))?+"
+)
+#: A start or end tag (1: "/", 2: name, 3: attributes), "<!--" (4), a letter that starts a tag
+#: with no end (5), or a bogus comment, doctype or processing instruction.
+_TOKEN_RE = re.compile(
+    r"<(?:(/?)([A-Za-z][^\t\n\f\r />]*+)((?:[\t\n\f\r /]++|" + _ATTR + r")*+)>"
+    r"|(!--)|([A-Za-z])|[!?/])"
+)
+_ATTR_RE = re.compile(_ATTR)
+_ATTR_PARTS_RE = re.compile(
+    r"([^\t\n\f\r />][^\t\n\f\r />=]*)(?:[\t\n\f\r ]*=[\t\n\f\r ]*(.*))?", re.S
+)
+_COMMENT_RE = re.compile(r"<!--(?:-?>|.*?--!?>)", re.S)
+_SCRIPT_STATE_RE = re.compile(r"<!--|-->|<(/?)script[\t\n\f\r />]", re.I)
+_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+#: No end tag, or closed by the next sibling of their kind: not modelled as open (the tree
+#: builder nests these only inside modelled elements; a table row adds four levels).
+_UNMODELLED = _names(
+    "area base basefont bgsound br col embed frame hr image img input keygen link meta param"
+    " source track wbr p li dt dd option optgroup rb rt rtc rp tr td th thead tbody tfoot"
+    " caption colgroup html head body"
+)
+_FORMATTING = _names("a b big code em font i nobr s small strike strong tt u")
+#: Formatting elements left open past this many are dropped: the tree builder re-opens each in
+#: every later block, so they multiply the tree (it keeps at most 3 identical ones).
+_MAX_OPEN_FORMATTING = 8
+#: End tags of these close up to a scope boundary; any other end tag stops at a special element
+#: too (the tree builder's "has an element in scope" and "any other end tag" rules).
+_SCOPED_END = _names(
+    "address article aside blockquote button center details dialog dir div dl fieldset"
+    " figcaption figure footer header hgroup listing main menu nav ol pre search section summary"
+    " ul h* applet marquee object table template select svg math frameset"
+)
+_SCOPE = _names("applet caption html table td th marquee object template select svg math")
+_SPECIAL = _SCOPE | _names(
+    "address area article aside base basefont bgsound blockquote body br button center col"
+    " colgroup dd details dir div dl dt embed fieldset figcaption figure footer form frame"
+    " frameset h* head header hgroup hr iframe img input keygen li link listing main menu meta"
+    " nav noembed noframes noscript ol p param plaintext pre script search section source style"
+    " summary tbody textarea tfoot thead title tr track ul wbr xmp"
+)
+#: Elements whose content the tokenizer reads as text, up to their end tag; noscript too when
+#: scripting is on, so it is always treated as uncertain.
+_RAW_TEXT = _names("script style textarea title xmp iframe noembed noframes noscript")
+_RAW_END_RES: dict[str, re.Pattern[str]] = {
+    name: re.compile(rf"</{name}[\t\n\f\r />]", re.I) for name in _RAW_TEXT
+}
+#: Foreign (SVG, MathML) elements whose content is HTML again (annotation-xml only with an
+#: HTML encoding, see _html_inside).
+_INTEGRATION_POINTS = _names("foreignobject desc title mi mo mn ms mtext")
+#: HTML start tags that end foreign content (font only with color, face or size).
+_BREAKOUT = _names(
+    "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i img"
+    " li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table tt u ul var"
+)
+_HEADINGS = _names("h1 h2 h3 h4 h5 h6")
+
+
+def _attr_values(attrs: str) -> Iterator[tuple[str, str]]:
+    """(lower-cased name, value) of each attribute, as the tokenizer reads them."""
+    for a in _ATTR_RE.finditer(attrs):
+        parts = _ATTR_PARTS_RE.fullmatch(a.group())
+        if parts is None:  # pragma: no cover - _ATTR_RE matches only what this reads
+            continue
+        value = (parts.group(2) or "").strip()
+        if value[:1] in ("'", '"'):
+            value = value[1:-1]
+        yield parts.group(1).lower(), value
+
+
+def _html_inside(name: str, attrs: str) -> bool:
+    """Whether a foreign element's content is HTML (an integration point)."""
+    if name in _INTEGRATION_POINTS:
+        return True
+    if name != "annotation-xml" or "encoding" not in attrs.lower():
+        return False
+    return any(
+        key == "encoding" and value.lower() in ("text/html", "application/xhtml+xml")
+        for key, value in _attr_values(attrs)
+    )
+
+
+def _script_end(html: str, pos: int) -> int:
+    """Where the script data starting at ``pos`` ends (its ``</script``), or -1: the tokenizer's
+    escaped and double-escaped states, in which ``</script>`` may not end it."""
+    state = 0  # 0 data, 1 escaped ("<!--" seen), 2 double escaped ("<script" inside it)
+    while True:
+        m = _SCRIPT_STATE_RE.search(html, pos)
+        if m is None:
+            return -1
+        token = m.group()
+        pos = m.end()
+        if token == "<!--":
+            if state == 0:
+                state = 1
+                if html.startswith(">", pos) or html.startswith("->", pos):
+                    state = 0  # "<!-->" and "<!--->" close at once
+        elif token == "-->":
+            state = 0
+        elif m.group(1):  # </script
+            if state == 2:
+                state = 1
+            else:
+                return m.start()
+        elif state == 1:  # <script inside an escaped part
+            state = 2
+
+
+_UNMODELLED_F, _RAW_F, _FORMATTING_F, _SCOPED_END_F, _SCOPE_F, _SPECIAL_F, _BREAKOUT_F = (
+    1 << i for i in range(7)
+)
+
+
+def _name_info(name: str) -> tuple[str, int]:
+    """(the name the model keys the element by, its _*_F flags)."""
+    key = "h*" if name in _HEADINGS else name
+    flags = 0
+    for names, flag in (
+        (_UNMODELLED, _UNMODELLED_F),
+        (_RAW_TEXT, _RAW_F),
+        (_FORMATTING, _FORMATTING_F),
+        (_SCOPED_END, _SCOPED_END_F),
+        (_SCOPE, _SCOPE_F),
+        (_SPECIAL, _SPECIAL_F),
+        (_BREAKOUT, _BREAKOUT_F),
+    ):
+        if key in names or name in names:
+            flags |= flag
+    return key, flags
+
+
+def _select_or_frameset(positions: Mapping[str, list[int]]) -> bool:
+    """Whether the tree builder may be in a mode that ignores raw text and plaintext tags."""
+    return bool(positions.get("select") or positions.get("frameset"))
+
+
+def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
+    """``html`` within ``policy``'s size, depth, node and attribute bounds; True when changed."""
+    cut = len(html) > policy.max_html_chars
+    if cut:
+        html = html[: policy.max_html_chars]
+    max_depth, max_attrs, max_tokens = (
+        policy.max_html_depth,
+        policy.max_html_attributes,
+        policy.max_html_nodes,
+    )
+    edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in document order
+    infos: dict[str, tuple[str, int]] = {}
+    # the model: open elements (key, kind: 0 HTML, 1 foreign, 2 foreign holding HTML), where
+    # each key sits, the scope boundaries and special elements among them, and fences: parts
+    # the tokenizer may read as text, inside which nothing closes what was open before them
+    keys: list[str] = []
+    kinds: list[int] = []
+    positions: dict[str, list[int]] = {}
+    scope_marks: list[int] = []
+    special_marks: list[int] = []
+    fences: list[tuple[int, int]] = []  # (lowest index a close may pop, where the part ends)
+    dropped: dict[str, int] = {}  # start tags dropped past a bound, by key
+    formatting: dict[str, int] = {}  # formatting start tags not yet closed by an end tag
+    open_formatting = 0
+    roots: set[str] = set()  # <html>/<body> seen: a repeat only merges its attributes
+    merged = 0  # attributes that repeated <html>/<body> tags merged
+    attrs_check = 2 * max_attrs  # only longer attributes can hold more than max_attrs
+    tokens = 0
+    end = len(html)
+    pos = 0
+
+    # where the next end of a raw text part ("</title", "]]>", "<!--") is, remembered: asked
+    # again from a later position, a search only reads past what an earlier one read
+    nexts: dict[str, tuple[int, int]] = {}  # what -> (searched from, found at or -1)
+
+    def next_of(what: str, start: int) -> int:
+        known = nexts.get(what)
+        if known is not None and known[0] <= start and (known[1] < 0 or known[1] >= start):
+            return known[1]
+        if what in _RAW_END_RES:
+            r = _RAW_END_RES[what].search(html, start)
+            found = r.start() if r is not None else -1
+        else:
+            found = html.find(what, start)
+        nexts[what] = (start, found)
+        return found
+
+    def fenced() -> bool:
+        """Whether ``pos`` lies in a part the tokenizer may read as text."""
+        floor()
+        return bool(fences)
+
+    def resume() -> int:
+        """Where to read on when the markup seems to end at ``pos`` (an unterminated comment or
+        tag): inside a part that may be text, at that part's end, which is where the tokenizer
+        goes on if it read the part as text; elsewhere nowhere (-1): the document ends here."""
+        return min((e for _, e in fences if e > pos), default=-1) if fenced() else -1
+
+    def floor() -> int:
+        # closes never pop below the floor, so each fence's floor is at least the one before:
+        # the last fence still open holds the highest
+        while fences and fences[-1][1] <= pos:
+            fences.pop()
+        return fences[-1][0] if fences else 0
+
+    def pop_to(i: int) -> None:
+        while len(keys) > i:
+            positions[keys.pop()].pop()
+            kinds.pop()
+        while scope_marks and scope_marks[-1] >= i:
+            scope_marks.pop()
+        while special_marks and special_marks[-1] >= i:
+            special_marks.pop()
+
+    search = _TOKEN_RE.search
+    while True:
+        m = search(html, pos)
+        if m is None:
+            break
+        at = m.start()
+        tokens += 1
+        if tokens > max_tokens:
+            end, cut = at, True
+            break
+        slash, raw_name, attrs, comment, unclosed = m.groups()
+        if raw_name is None:
+            c = _COMMENT_RE.match(html, at) if comment else None  # "<!--"
+            close = -1 if comment or unclosed else html.find(">", at)
+            if c is None and close < 0:
+                # an unterminated comment, tag or doctype: the rest is inside it
+                pos = resume()
+                if pos < 0:
+                    break
+                continue
+            if c is not None:
+                pos = c.end()
+                continue
+            pos = close + 1  # a bogus comment, a doctype, a processing instruction
+            if html.startswith("<![CDATA[", at):
+                # text up to "]]>" in foreign content, a bogus comment up to ">" elsewhere: read
+                # what follows the ">" as markup that closes nothing open before it
+                cdata_end = next_of("]]>", at)
+                fences.append((len(keys), cdata_end if cdata_end >= 0 else end))
+            continue
+        pos = m.end()
+        info = infos.get(raw_name)
+        if info is None:
+            info = infos[raw_name] = _name_info(raw_name.lower())
+        key, flags = info
+        if slash:  # an end tag
+            if dropped and dropped.get(key):
+                dropped[key] -= 1
+                edits.append((at, pos, ""))
+                continue
+            if flags & _FORMATTING_F and formatting.get(key):
+                formatting[key] -= 1
+                open_formatting -= 1
+            where = positions.get(key)
+            if not where:
+                continue
+            i = where[-1]
+            marks = scope_marks if flags & _SCOPED_END_F else special_marks
+            if (marks and i < marks[-1]) or (fences and i < floor()):
+                continue  # a boundary stands between: the end tag may be ignored
+            if key == "form" and i != len(keys) - 1:
+                continue  # </form> removes only the form: the model keeps what it held
+            if i == len(keys) - 1:  # the usual case: the current element closes
+                keys.pop()
+                kinds.pop()
+                where.pop()
+                if scope_marks and scope_marks[-1] == i:
+                    scope_marks.pop()
+                if special_marks and special_marks[-1] == i:
+                    special_marks.pop()
+            else:
+                pop_to(i)
+            if dropped:
+                dropped.clear()  # every element dropped was inside the one just closed
+            continue
+        if len(attrs) > attrs_check:
+            for found, a in enumerate(_ATTR_RE.finditer(attrs)):
+                if found >= max_attrs:
+                    attrs = attrs[: a.start()]  # what the tree builder will read
+                    edits.append((at, pos, f"<{raw_name}{attrs}>"))
+                    break
+        foreign = bool(kinds) and kinds[-1] == 1
+        breakout = foreign and bool(
+            flags & _BREAKOUT_F
+            or (
+                key == "font"
+                and any(k in ("color", "face", "size") for k, _ in _attr_values(attrs))
+            )
+        )
+        # certain: the tree builder reads this as HTML in body, outside any part that may be
+        # text (only then is a raw text element surely read as text, plaintext surely final)
+        in_html = not foreign or breakout
+        certain = in_html and not _select_or_frameset(positions) and not fenced()
+        leaf = bool(flags & _UNMODELLED_F) if in_html else False
+        if certain and ((flags & _RAW_F and key != "noscript") or key == "plaintext"):
+            leaf = True
+        if not leaf:
+            # dropped whole, before any of its effects: what follows must be read as the tree
+            # builder will read the document without it
+            drop = len(keys) >= max_depth
+            if not drop and flags & _FORMATTING_F and in_html:
+                drop = open_formatting >= _MAX_OPEN_FORMATTING
+            if drop:
+                dropped[key] = dropped.get(key, 0) + 1
+                if edits and edits[-1][0] == at:
+                    edits.pop()  # the attribute edit of a tag now dropped whole
+                edits.append((at, pos, ""))
+                continue
+        if breakout:  # foreign elements close up to an HTML element or an integration point
+            lowest = floor() if fences else 0
+            while len(keys) > lowest and kinds[-1] == 1:
+                pop_to(len(keys) - 1)
+            foreign = bool(kinds) and kinds[-1] == 1
+        if flags & _RAW_F:
+            if certain and key != "noscript":
+                raw_end = _script_end(html, pos) if key == "script" else next_of(key, pos)
+                if raw_end < 0:
+                    break  # text to the end of the document
+                pos = raw_end
+                continue
+            # the tree builder may or may not have the tokenizer read it as text: read it as
+            # markup, but let nothing inside close what was open before it (a script's escapes
+            # can carry it past its first end tag: then to the end of the document)
+            raw_end = next_of(key, pos)
+            if raw_end < 0 or (key == "script" and 0 <= next_of("<!--", pos) < raw_end):
+                raw_end = end
+            fences.append((len(keys), raw_end))
+        elif not foreign:
+            if key in ("html", "body"):
+                # a repeated <html>/<body> adds its attributes to the first one (checking each
+                # against every attribute already there): bounded like one element's
+                if key in roots and attrs.strip():
+                    merged += sum(1 for _ in _ATTR_RE.finditer(attrs))
+                    if merged > max_attrs:
+                        if edits and edits[-1][0] == at:
+                            edits.pop()
+                        edits.append((at, pos, f"<{raw_name}>"))
+                roots.add(key)
+            if key == "plaintext" and certain:
+                break  # text to the end of the document
+            if flags & _UNMODELLED_F:
+                continue
+        if flags & _FORMATTING_F and not foreign:
+            formatting[key] = formatting.get(key, 0) + 1
+            open_formatting += 1
+        i = len(keys)
+        if foreign or key in ("svg", "math"):
+            kind = 2 if foreign and _html_inside(key, attrs) else 1
+        else:
+            kind = 0
+        keys.append(key)
+        kinds.append(kind)
+        where = positions.get(key)
+        if where is None:
+            positions[key] = [i]
+        else:
+            where.append(i)
+        if (kind == 0 and flags & _SCOPE_F) or kind == 2 or key in ("svg", "math"):
+            scope_marks.append(i)
+        if (kind == 0 and flags & _SPECIAL_F) or kind == 2:
+            special_marks.append(i)
+    if not edits and not cut:
+        return html, False
+    pieces: list[str] = []
+    last = 0
+    for start, stop, replacement in edits:
+        if start >= end:
+            break
+        pieces.append(html[last:start])
+        pieces.append(replacement)
+        last = stop
+    pieces.append(html[last:end])
+    return "".join(pieces), True
 
 
 # --------------------------------------------------------------------------------------------
@@ -560,7 +1352,7 @@ _HEAD_SELECTOR = ", ".join(
         'script[type="application/ld+json" i]',
         '[itemprop="datePublished" i]:not(meta)',
         '[itemprop="dateModified" i]:not(meta)',
-        "time[datetime]",
+        "time",
         ".published[title]",
         ".published[datetime]",
         ".dt-published[datetime]",
@@ -581,17 +1373,21 @@ def _absolute(base: str, href: Any) -> str | None:
 class _Head:
     """Metadata read from the parsed document before its invisible parts are removed."""
 
-    def __init__(self, tree: Any, url: str) -> None:
+    def __init__(self, tree: Any, url: str, jsonld: _JsonLd | None = None) -> None:
         self.title: str | None = None
         self.canonical: str | None = None
         self.language: str | None = None
         self.meta: dict[str, str] = {}
-        self.jsonld = _JsonLd()
+        self.jsonld = jsonld if jsonld is not None else _JsonLd()
         self.itemprop_published: str | None = None
         self.itemprop_modified: str | None = None
-        self.time_published: str | None = None
+        # <time> elements that may date the page: (place, order, datetime attribute, text)
+        self.times: list[tuple[int, int, str | None, str]] = []
         self.linked_urls: list[str] = []
         self.hatom_published: str | None = None
+        # on-page date elements (itemprop, <time>, hAtom), placed by on_page() on demand
+        self._dated: list[Any] = []
+        self._placed = False
         self._read(tree, url)
 
     def _add_meta(self, attrs: Mapping[str, Any]) -> None:
@@ -604,7 +1400,6 @@ class _Head:
     def _read(self, tree: Any, url: str) -> None:
         # one pass over the document for all head and microdata hints (each css() call walks
         # the whole tree); dispatch on what matched
-        itemprops: dict[str, str] = {}
         for node in tree.css(_HEAD_SELECTOR):
             tag = node.tag
             try:
@@ -612,6 +1407,14 @@ class _Head:
             except Exception:  # lexbor can refuse odd attribute bytes; skip that element
                 continue
             if tag == "meta":
+                prop = attrs.get("itemprop")
+                if (
+                    isinstance(prop, str)
+                    and prop.lower() in ("datepublished", "datemodified", "datecreated")
+                    and prop.lower() not in self.meta
+                    and _date_place(node, chrome=False) is None
+                ):
+                    continue  # microdata of a related post or a comment, not of the page
                 self._add_meta(attrs)
             elif tag == "script":
                 self.jsonld.add_script(node.text())
@@ -623,25 +1426,8 @@ class _Head:
             elif tag == "link":
                 if self.canonical is None:
                     self.canonical = _absolute(url, attrs.get("href"))
-            else:
-                prop = (attrs.get("itemprop") or "").lower()
-                if prop in ("datepublished", "datemodified"):
-                    raw = attrs.get("datetime") or attrs.get("content") or node.text()
-                    if isinstance(raw, str):
-                        itemprops.setdefault(prop, raw)
-                if (
-                    tag == "time"
-                    and self.time_published is None
-                    and ("pubdate" in attrs or node.css_matches("article time"))
-                ):
-                    self.time_published = attrs.get("datetime")
-                cls = attrs.get("class") or ""
-                if self.hatom_published is None and ("published" in cls.split()):
-                    self.hatom_published = attrs.get("datetime") or attrs.get("title")
-                elif self.hatom_published is None and "dt-published" in cls.split():
-                    self.hatom_published = attrs.get("datetime")
-        self.itemprop_published = itemprops.get("datepublished")
-        self.itemprop_modified = itemprops.get("datemodified")
+            elif len(self._dated) < _MAX_DATE_NODES:
+                self._dated.append(node)
         og_url = self.meta.get("og:url")
         self.linked_urls = [u for u in (self.canonical, og_url) if u]
         if self.title is None:
@@ -649,6 +1435,67 @@ class _Head:
         if self.language is None:
             lang = self.meta.get("content-language") or self.meta.get("og:locale")
             self.language = _language(lang)
+
+    def on_page(self) -> _Head:
+        """Place the on-page date elements (itemprop, ``<time>``, hAtom) once; returns self.
+
+        Only those that date the page itself count (:func:`_date_place`: not in a related post,
+        a comment, an aside or the site's chrome). Placing walks each element's ancestors, so it
+        waits until JSON-LD and meta tags came up empty; it must run before the tree is pruned.
+        """
+        if self._placed:
+            return self
+        self._placed = True
+        itemprops: dict[str, str] = {}
+        times_placed = 0
+        for node in self._dated:
+            tag = node.tag
+            try:
+                attrs = node.attributes
+            except Exception:  # lexbor can refuse odd attribute bytes; skip that element
+                continue
+            prop = (attrs.get("itemprop") or "").lower()
+            wanted_prop = prop in ("datepublished", "datemodified") and prop not in itemprops
+            is_time = tag == "time" and times_placed < _MAX_DATE_ELEMENTS
+            classes = (attrs.get("class") or "").split()
+            is_hatom = self.hatom_published is None and (
+                "published" in classes or "dt-published" in classes
+            )
+            if not (wanted_prop or is_time or is_hatom):
+                continue
+            times_placed += is_time
+            # explicit microdata is trusted unless it sits in another item's block
+            place = _date_place(node, chrome=not wanted_prop)
+            if place is None:
+                continue
+            if wanted_prop:
+                raw = attrs.get("datetime") or attrs.get("content") or node.text()
+                if isinstance(raw, str):
+                    itemprops[prop] = raw
+            if is_time:
+                stamp = attrs.get("datetime")
+                self.times.append(
+                    (
+                        _PLACE_PUBDATE if "pubdate" in attrs else place,
+                        len(self.times),
+                        stamp if isinstance(stamp, str) else None,
+                        node.text()[:MAX_DATE_CHARS],
+                    )
+                )
+            if is_hatom:
+                if "published" in classes:
+                    self.hatom_published = attrs.get("datetime") or attrs.get("title")
+                else:
+                    self.hatom_published = attrs.get("datetime")
+        self.itemprop_published = itemprops.get("datepublished")
+        self.itemprop_modified = itemprops.get("datemodified")
+        self._dated = []
+        return self
+
+    def forget_nodes(self) -> None:
+        """Drop the element references: once the tree is pruned they must not be placed."""
+        self._dated = []
+        self._placed = True
 
 
 def _language(raw: str | None) -> str | None:
@@ -664,24 +1511,57 @@ def _language(raw: str | None) -> str | None:
 def _structured_dates(
     head: _Head, url: str, now: datetime
 ) -> tuple[datetime | None, str | None, datetime | None]:
-    """(published, its source, modified) from metadata only.
+    """(published, its source, modified) from the page's own markup; no htmldate.
 
-    Precedence, most trusted first: JSON-LD article/page entity; specific meta tags
-    (``article:published_time``, ``parsely-pub-date``, ``DC.date.issued``…); on-page itemprop
-    ``datePublished``; ``<time pubdate>`` or a ``<time>`` in the article; generic meta names
-    (``date``, ``DC.date``); JSON-LD of other entities; a date in the URL path.
+    Publication date precedence, most trusted first (``date_source`` names the rule):
+
+    ==  ======================  ===========================================================
+    1   ``json-ld``             the JSON-LD main entity's ``datePublished`` (see
+                                :class:`_JsonLd`: an Article-typed node naming the page
+                                beats a WebPage; lists, breadcrumbs, sites, people and
+                                related items never count)
+    2   ``meta:<name>``         specific meta tags: ``article:published_time``,
+                                ``og:published_time``, ``datePublished``,
+                                ``parsely-pub-date``, ``DC.date.issued``, …
+    3   ``itemprop:…``          on-page ``itemprop="datePublished"`` outside related blocks
+    4   ``time``                ``<time pubdate>``, then a ``<time>`` in the article's
+                                header/byline, then any ``<time>`` in the article — never
+                                one in a related-posts block, comment, nested ``<article>``,
+                                ``<aside>``, ``<nav>`` or ``<footer>`` (:func:`_date_place`)
+    5   ``time:byline``         a ``<time>`` in a byline-like block on a page without an
+                                ``<article>``
+    6   ``meta:<generic>``      generic meta names (``date``, ``DC.date``, ``dcterms.created``)
+    7   ``json-ld:other``       other JSON-LD entities (an embedded video's ``uploadDate``)
+    8   ``hatom:published``     hAtom/microformats ``.published`` / ``.dt-published``
+    9   ``url``                 a day in the URL path; then in the canonical / og:url
+    10  ``time:page``           any other ``<time>`` outside related/aside/nav/footer blocks
+    11  ``htmldate``            only when all of the above are empty (in the caller)
+    ==  ======================  ===========================================================
+
+    A ``<time>`` is read from its ``datetime`` attribute, else from its text. When the chosen
+    date and the URL's day are one day apart, the URL's day wins (``+url``). Rules 3–10 read
+    live elements: call this before the tree is pruned.
     """
     meta = head.meta
+    page_urls = (url, *head.linked_urls)
     candidates: list[tuple[str, Any]] = [
-        ("json-ld", lambda: head.jsonld.best("published", now, tier=0)),
+        ("json-ld", lambda: head.jsonld.best("published", now, tier=0, page_urls=page_urls)),
         *((f"meta:{key}", (lambda k=key: parse_date(meta.get(k)))) for key in _META_PUBLISHED),
-        ("itemprop:datePublished", lambda: parse_date(head.itemprop_published)),
-        ("time", lambda: parse_date(head.time_published)),
+        ("itemprop:datePublished", lambda: parse_date(head.on_page().itemprop_published)),
+        ("time", lambda: _time_date(head.on_page().times, now, _PLACE_PUBDATE, _PLACE_ARTICLE)),
+        (
+            "time:byline",
+            lambda: _time_date(head.on_page().times, now, _PLACE_BYLINE, _PLACE_BYLINE),
+        ),
         *((f"meta:{key}", (lambda k=key: parse_date(meta.get(k)))) for key in _META_PUBLISHED_WEAK),
-        ("json-ld:other", lambda: head.jsonld.best("published", now, tier=1)),
-        ("hatom:published", lambda: parse_date(head.hatom_published)),
+        (
+            "json-ld:other",
+            lambda: head.jsonld.best("published", now, tier=1, page_urls=page_urls),
+        ),
+        ("hatom:published", lambda: parse_date(head.on_page().hatom_published)),
         ("url", lambda: _url_date(url)),
         *(("url:canonical", (lambda u=u: _url_date(u))) for u in head.linked_urls),
+        ("time:page", lambda: _time_date(head.on_page().times, now, _PLACE_PAGE, _PLACE_PAGE)),
     ]
     published: datetime | None = None
     source: str | None = None
@@ -697,17 +1577,38 @@ def _structured_dates(
         if in_url is not None and abs((published.date() - in_url.date()).days) == 1:
             published = in_url
             source = f"{source}+url"
-    modified = head.jsonld.best("modified", now, tier=0)
+    modified = head.jsonld.best("modified", now, tier=0, page_urls=page_urls)
     if modified is None:
         for key in _META_MODIFIED:
             modified = _plausible(parse_date(meta.get(key)), now)
             if modified is not None:
                 break
     if modified is None:
-        modified = _plausible(parse_date(head.itemprop_modified), now)
+        modified = _plausible(parse_date(head.on_page().itemprop_modified), now)
     if modified is None:
-        modified = head.jsonld.best("modified", now, tier=1)
+        modified = head.jsonld.best("modified", now, tier=1, page_urls=page_urls)
+    head.forget_nodes()
     return published, source, modified
+
+
+def _time_date(
+    times: list[tuple[int, int, str | None, str]], now: datetime, first: int, last: int
+) -> datetime | None:
+    """The best-placed plausible ``<time>`` date with a place in ``first..last``.
+
+    The ``datetime`` attribute is read, else the text; when both name a day and the days
+    differ, the text wins: it is the day the reader sees (an attribute stamped in UTC, or
+    with the last edit, drifts from it).
+    """
+    for place, _, stamp, text in sorted(times, key=lambda t: (t[0], t[1])):
+        if first <= place <= last:
+            machine = _plausible(parse_date(stamp), now)
+            shown = _plausible(_visible_date(text), now)
+            if machine is not None and shown is not None and shown.date() != machine.date():
+                return shown
+            if machine is not None or shown is not None:
+                return machine or shown
+    return None
 
 
 def _htmldate_published(html: str, url: str, now: datetime) -> datetime | None:
@@ -810,10 +1711,17 @@ def _extract_html(
     headers: Mapping[str, str],
     utf8_body: bytes | None = None,
     date_fallback: bool = True,
+    limits: FetchPolicy | None = None,
 ) -> Page:
+    limits = limits or _DEFAULT_LIMITS
+    html, bounded = _bound_html(html, limits)
+    if bounded:
+        utf8_body = None  # the bounded text is what gets parsed, not the body
     # lexbor reads UTF-8 bytes natively; handing it the body saves re-encoding the str
     tree = LexborHTMLParser(utf8_body if utf8_body is not None else html)
-    head = _Head(tree, url)
+    head = _Head(tree, url, _JsonLd(limits.max_jsonld_chars))
+    # dates first: on-page date elements are placed (on demand) while the tree is whole
+    published, source, modified = _structured_dates(head, url, now)
     tree.strip_tags(_DROP_TAGS, recursive=True)
     for node in tree.css(_HIDDEN_SELECTOR):
         if node.tag not in ("html", "body"):
@@ -826,9 +1734,9 @@ def _extract_html(
     text = _clean_text(root.text(separator="")) if root is not None else ""
     main_text = _main_text(tree) if text else None
 
-    published, source, modified = _structured_dates(head, url, now)
     if published is None:
-        published = _htmldate_published(html, url, now) if date_fallback else None
+        # htmldate walks every element in Python: not on a page that had to be bounded
+        published = _htmldate_published(html, url, now) if date_fallback and not bounded else None
         if published is not None:
             source = "htmldate"
     if modified is None:
@@ -872,18 +1780,112 @@ def dehyphenate(text: str) -> str:
     return _HYPHEN_KEEP_RE.sub(r"\1", text)
 
 
-def _extract_pdf(body: bytes, url: str, now: datetime, headers: Mapping[str, str]) -> Page:
+class _PdfBudget(Exception):
+    """Raised from inside pypdf's text walk once the document's time is spent."""
+
+
+#: Form XObjects and fonts weighed per page, at most (a page may name thousands).
+_MAX_PDF_RESOURCES = 256
+
+
+def _pdf_weight(page: Any, limit: int, deadline: float) -> int:
+    """Decoded bytes of what extracting ``page``'s text parses: its content streams, the form
+    XObjects it may draw and the character maps of their fonts (counting stops past ``limit``)."""
+    from pypdf.generic import StreamObject
+
+    contents = page.get_contents()
+    total = len(contents.get_data()) if contents is not None else 0
+    seen: set[int] = set()
+    todo = [page.get("/Resources")]
+    while todo and total <= limit and len(seen) < _MAX_PDF_RESOURCES:
+        if time.monotonic() > deadline:
+            raise _PdfBudget
+        resources = todo.pop()
+        resources = resources.get_object() if resources is not None else None
+        if not isinstance(resources, dict):
+            continue
+        for group in ("/XObject", "/Font"):
+            entries = resources.get(group)
+            entries = entries.get_object() if entries is not None else None
+            if not isinstance(entries, dict):
+                continue
+            for ref in list(entries.values())[:_MAX_PDF_RESOURCES]:
+                obj = ref.get_object() if ref is not None else None
+                if obj is None or id(obj) in seen:
+                    continue
+                seen.add(id(obj))
+                if group == "/Font" and isinstance(obj, dict):
+                    cmap = obj.get("/ToUnicode")
+                    cmap = cmap.get_object() if cmap is not None else None
+                    if isinstance(cmap, StreamObject):
+                        total += len(cmap.get_data())
+                elif isinstance(obj, StreamObject) and obj.get("/Subtype") == "/Form":
+                    total += len(obj.get_data())
+                    todo.append(obj.get("/Resources"))
+    return total
+
+
+def _pdf_texts(reader: Any, limits: FetchPolicy) -> list[str]:
+    """The text of each page, within ``limits``: at most ``max_pdf_pages`` pages and
+    ``max_pdf_chars`` characters in ``max_pdf_seconds``; a page heavier than
+    ``max_pdf_page_bytes`` is skipped. Pages that share their content and resources (one stream
+    drawn on hundreds of pages) are read once."""
+    deadline = time.monotonic() + limits.max_pdf_seconds
+
+    def on_time(*_: Any) -> None:  # pypdf calls it before every operator, in forms too
+        if time.monotonic() > deadline:
+            raise _PdfBudget
+
+    parts: list[str] = []
+    room = limits.max_pdf_chars
+    known: dict[tuple[Any, Any], str] = {}
+    try:
+        for i, pdf_page in enumerate(reader.pages):
+            if i >= limits.max_pdf_pages or room <= 0 or time.monotonic() > deadline:
+                break
+            contents, resources = pdf_page.raw_get("/Contents"), pdf_page.raw_get("/Resources")
+            key = (_pdf_ref(contents), _pdf_ref(resources))
+            text = known.get(key)
+            if text is None:
+                if _pdf_weight(pdf_page, limits.max_pdf_page_bytes, deadline) > (
+                    limits.max_pdf_page_bytes
+                ):
+                    text = ""  # too heavy to read in bounded time: skipped
+                else:
+                    text = pdf_page.extract_text(visitor_operand_before=on_time) or ""
+                known[key] = text
+            parts.append(text[:room])
+            room -= len(parts[-1]) + 1  # and the line break between pages
+    except _PdfBudget:
+        pass  # out of time: the pages read so far are the page's text
+    return parts
+
+
+def _pdf_ref(value: Any) -> Any:
+    """A hashable identity for a page's /Contents or /Resources entry."""
+    from pypdf.generic import IndirectObject
+
+    if isinstance(value, IndirectObject):
+        return (value.idnum, value.generation)
+    if isinstance(value, list):
+        return tuple(_pdf_ref(v) for v in value)
+    return id(value)
+
+
+def _extract_pdf(
+    body: bytes,
+    url: str,
+    now: datetime,
+    headers: Mapping[str, str],
+    limits: FetchPolicy = _DEFAULT_LIMITS,
+) -> Page:
     try:
         from pypdf import PdfReader
 
         reader = PdfReader(io.BytesIO(body), strict=False)
         if reader.is_encrypted:
             reader.decrypt("")
-        parts = []
-        for i, pdf_page in enumerate(reader.pages):
-            if i >= _PDF_MAX_PAGES:
-                break
-            parts.append(pdf_page.extract_text() or "")
+        parts = _pdf_texts(reader, limits)
         info = reader.metadata
     except Exception:  # encrypted, truncated or malformed: we cannot read it, so say so
         _LOG.debug("pdf text extraction failed for %s", url, exc_info=True)
@@ -947,6 +1949,7 @@ def extract_page(
     headers: Mapping[str, str] | None = None,
     now: datetime | None = None,
     date_fallback: bool = True,
+    limits: FetchPolicy | None = None,
 ) -> Page:
     """Turn a response body into a :class:`Page`.
 
@@ -956,6 +1959,13 @@ def extract_page(
     bounds plausible dates (default: the current UTC time). With ``date_fallback=False`` a page
     without date metadata is not handed to htmldate (a few ms per such page): use it when
     nothing downstream needs that page's publication date.
+
+    Work is bounded by ``limits`` (default: ``FetchPolicy()``'s extraction bounds), whatever the
+    body holds: HTML past its size, depth, node or attribute bounds is cut or has the excess
+    tags dropped before it is parsed (a truncated page, still read); a JSON-LD block past the
+    page's budget or nested too deep is ignored; a PDF is read for at most ``max_pdf_pages``
+    pages, ``max_pdf_chars`` characters and ``max_pdf_seconds``, skipping pages heavier than
+    ``max_pdf_page_bytes``.
     """
     lowered = {k.lower(): v for k, v in (headers or {}).items()}
     now = now or datetime.now(UTC)
@@ -990,7 +2000,7 @@ def extract_page(
     if kind == "pdf":
         if raw_bytes is None:
             return Page(url=url, kind="unsupported")  # a PDF that was decoded to str is mangled
-        return _extract_pdf(raw_bytes, url, now, lowered)
+        return _extract_pdf(raw_bytes, url, now, lowered, limits or _DEFAULT_LIMITS)
     if kind == "unsupported":
         return Page(url=url, kind="unsupported")
 
@@ -1017,7 +2027,7 @@ def extract_page(
     utf8_body = None
     if raw_bytes is not None and charset == "utf-8" and not raw_bytes.startswith(codecs.BOM_UTF8):
         utf8_body = raw_bytes
-    return _extract_html(text, url, now, charset, lowered, utf8_body, date_fallback)
+    return _extract_html(text, url, now, charset, lowered, utf8_body, date_fallback, limits)
 
 
 def fallback_published(

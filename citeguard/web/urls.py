@@ -4,9 +4,14 @@ Everything here is pure and synchronous (sub-millisecond per URL), so it is safe
 event loop.
 
 * :func:`normalize_url` turns a cited URL into the one canonical form citeguard fetches, caches and
-  reports (scheme/host case, default ports, IDNA, percent-encoding, dot segments; the fragment is
-  kept aside by :func:`split_fragment`). Malformed URLs and schemes outside the allow-list raise
-  :class:`UrlProblem`, which callers turn into a ``CitationStatus``.
+  reports. It parses with the WHATWG URL standard (ada-url), the parser browsers use, so the host
+  citeguard checks is the host the user's browser opens (``http://evil.example\\@good.example/``
+  is evil.example; ``\\`` is ``/``; tabs and newlines vanish; ``0x7f.1`` is 127.0.0.1), then adds
+  citeguard's own steps: no fragment (kept aside by :func:`split_fragment`), no empty query, no
+  trailing dot, RFC 3986 percent-encoding normalisation, and stricter refusals (no ``http:host``,
+  no port 0, LDH host labels, no control characters). Malformed URLs and schemes outside the
+  allow-list raise :class:`UrlProblem`, which callers turn into a ``CitationStatus``.
+* :func:`join_url` resolves a link or a ``Location`` header against its page the same way.
 * :func:`registrable_domain` and :func:`same_site` decide whether a redirect leaves the cited site.
   They use tldextract's bundled public-suffix snapshot only: nothing is downloaded at run time.
 * :func:`parse_ip_literal` and :func:`blocked_address_reason` implement the address-safety rules
@@ -21,8 +26,8 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable
-from urllib.parse import SplitResult, urlsplit, urlunsplit
 
+import ada_url
 import idna
 import tldextract
 
@@ -31,22 +36,36 @@ from citeguard.models import CitationStatus
 
 __all__ = [
     "DEFAULT_ALLOWED_SCHEMES",
+    "TRACKING_PARAMS",
     "IPAddress",
     "UrlProblem",
     "blocked_address_reason",
     "host_of",
+    "join_url",
     "normalize_all",
     "normalize_url",
     "parse_ip_literal",
     "registrable_domain",
     "same_site",
     "split_fragment",
+    "strip_tracking",
 ]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 DEFAULT_ALLOWED_SCHEMES: frozenset[str] = frozenset({"http", "https"})
-_DEFAULT_PORTS = {"http": 80, "https": 443}
+# WHATWG "special" schemes: their authority may be introduced by backslashes as well as slashes.
+_SPECIAL_SCHEMES = frozenset({"ftp", "file", "http", "https", "ws", "wss"})
+_ADA_PARTS = (
+    "username",
+    "password",
+    "hostname",
+    "host_type",
+    "port",
+    "pathname",
+    "search",
+)
+_TAB_OR_NEWLINE = str.maketrans("", "", "\t\n\r")
 
 # RFC 3986 character classes. Unreserved characters are decoded when percent-encoded; everything
 # outside the "allowed" set of a component is percent-encoded (as UTF-8).
@@ -62,12 +81,8 @@ _QUERY_UNSAFE_RE = re.compile(r"[^A-Za-z0-9\-._~!$&'()*+,;=:@/?]")
 
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*$")
 _HOST_LABEL_RE = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
-# A host name needing no IDNA, IP or number handling: ASCII labels, the last starting with a
-# letter (so it cannot be an IPv4 number in any spelling).
-_PLAIN_HOST_RE = re.compile(
-    r"(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.)*"
-    r"[A-Za-z](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
-)
+# Characters a WHATWG domain may not hold (to say why a URL failed to parse).
+_FORBIDDEN_HOST_RE = re.compile(r"[\x00-\x20\x7f#%/:<>?@\[\\\]^|]")
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _DOTTED_QUAD_RE = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
@@ -152,72 +167,131 @@ def _remove_dot_segments(path: str) -> str:
     return "/" + result if path.startswith("/") else result
 
 
-def _normalize_host(raw_host: str) -> str:
-    """Lowercase + IDNA-encode a host name, or canonicalise an IP literal. Raises UrlProblem."""
-    host = raw_host
-    if not host:
-        raise _malformed("URL has no host")
-    if len(host) <= 253 and _PLAIN_HOST_RE.fullmatch(host):
-        return host.lower()  # fast path: an ASCII name whose last label is not numeric
-    if _DOTTED_QUAD_RE.fullmatch(host):
-        return host  # fast path: already a canonical IPv4 address
-    if host.startswith("["):
-        if not host.endswith("]"):
-            raise _malformed(f"unterminated IPv6 literal in host {raw_host!r}")
-        try:
-            ip6 = ipaddress.IPv6Address(host[1:-1])
-        except ValueError as exc:
-            raise _malformed(f"invalid IPv6 literal {raw_host!r}") from exc
-        return f"[{ip6.compressed}]"
-    if any(c.isspace() for c in host) or any(c in host for c in "%<>\\^`{|}\"'"):
-        raise _malformed(f"invalid character in host {raw_host!r}")
-    if host.endswith("."):
-        # ``example.com.`` (fully qualified) and ``example.com`` name the same host.
-        host = host[:-1]
-    ip = parse_ip_literal(host)
-    if ip is not None:
-        return f"[{ip.compressed}]" if ip.version == 6 else str(ip)
-    if _ends_in_number(host):
-        raise _malformed(f"host {raw_host!r} looks like an IPv4 address but is not a valid one")
-    if host.isascii():
-        ascii_host = host.lower()
-    else:
-        try:
-            ascii_host = idna.encode(host, uts46=True).decode("ascii")
-        except (idna.IDNAError, UnicodeError) as exc:
-            raise _malformed(f"host {raw_host!r} is not a valid internationalised name") from exc
-    labels = ascii_host.split(".")
-    if len(ascii_host) > 253 or not all(_HOST_LABEL_RE.match(label) for label in labels):
-        raise _malformed(f"invalid host name {raw_host!r}")
-    return ascii_host
+def _preprocess(url: str) -> str:
+    """WHATWG pre-processing, as far as citeguard follows it: whitespace trimmed at both ends
+    (spaces, tabs, newlines, FF, VT, 0x1C-0x1F, Unicode spaces), then every tab, LF and CR dropped
+    (``http://exa<TAB>mple.com/`` is example.com to a browser). Other C0 controls at the ends,
+    which a browser strips too (``\\x00``), are left for :func:`normalize_url` to refuse."""
+    text = url.strip()
+    return text.translate(_TAB_OR_NEWLINE) if "\t" in text or "\n" in text or "\r" in text else text
 
 
 def _ends_in_number(host: str) -> bool:
     """WHATWG: a host whose last label is numeric must parse as IPv4 or the URL is invalid."""
+    host = host.removesuffix(".")
     last = host.rsplit(".", 1)[-1]
     if not last:
         return False
-    if last.isdigit():
+    if last.isascii() and last.isdigit():
         return True
     return last[:2].lower() == "0x" and all(c in _HEX for c in last[2:])
+
+
+def _why_invalid(text: str, url: str) -> str:
+    """Why WHATWG parsing refuses ``text`` (ada only says "invalid"): a reason for the report."""
+    scheme, _colon, rest = text.partition(":")
+    special = scheme.lower() in _SPECIAL_SCHEMES
+    stops = "/?#\\" if special else "/?#"
+    rest = rest.lstrip("/\\" if special else "/")
+    end = min((i for i in (rest.find(c) for c in stops) if i != -1), default=len(rest))
+    hostport = rest[:end].rpartition("@")[2]
+    if hostport.startswith("["):
+        host, closed, after = hostport.partition("]")
+        if not closed:
+            return f"unterminated IPv6 literal in host of {url!r}"
+        if after and not after.startswith(":"):
+            return f"unexpected text after IPv6 literal in {url!r}"
+        port = after[1:]
+    else:
+        host, _sep, port = hostport.partition(":")
+    if port and not (port.isascii() and port.isdigit() and int(port) <= 65535):
+        return f"invalid port {port!r} in URL {url!r}"
+    if not host:
+        return f"URL {url!r} has no host"
+    if host.startswith("["):
+        return f"invalid IPv6 literal {host + ']'!r} in URL {url!r}"
+    if _ends_in_number(host):
+        return f"host {host!r} looks like an IPv4 address but is not a valid one"
+    if _FORBIDDEN_HOST_RE.search(host):
+        return f"invalid character in host {host!r}"
+    if not host.isascii():
+        return f"host {host!r} is not a valid internationalised name"
+    return f"{url!r} is not a valid URL (WHATWG URL parsing fails: a browser cannot open it)"
+
+
+#: Query parameters that only say who sent the click (``utm_source=openai`` and kin): the same
+#: page with or without them is one source. ``utm_*`` is matched as a prefix.
+TRACKING_PARAMS: frozenset[str] = frozenset(
+    {
+        "gclid",
+        "gclsrc",
+        "dclid",
+        "gbraid",
+        "wbraid",
+        "fbclid",
+        "msclkid",
+        "yclid",
+        "twclid",
+        "ttclid",
+        "li_fat_id",
+        "igshid",
+        "mc_cid",
+        "mc_eid",
+        "_hsenc",
+        "_hsmi",
+        "mkt_tok",
+        "srsltid",
+        "_ga",
+        "_gl",
+        "oly_anon_id",
+        "oly_enc_id",
+        "vero_id",
+        "wickedid",
+    }
+)
+
+
+def _is_tracking(name: str) -> bool:
+    key = name.lower()
+    return key.startswith("utm_") or key in TRACKING_PARAMS
+
+
+def strip_tracking(url: str) -> str:
+    """``url`` without tracking query parameters (:data:`TRACKING_PARAMS`, ``utm_*``).
+
+    The rest of the query keeps its order and spelling; the fragment is kept; a query left
+    empty is dropped with its ``?``.
+    """
+    base, hash_, fragment = url.partition("#")
+    head, q, query = base.partition("?")
+    if not q:
+        return url
+    kept = [p for p in query.split("&") if p and not _is_tracking(p.partition("=")[0])]
+    out = head + ("?" + "&".join(kept) if kept else "")
+    return out + hash_ + fragment
 
 
 def normalize_url(url: str, *, allowed_schemes: frozenset[str] = DEFAULT_ALLOWED_SCHEMES) -> str:
     """Return the canonical form of ``url`` (without its fragment).
 
-    Scheme and host are lowercased, default ports dropped, the host IDNA-encoded (IPv4 literals
-    in integer/octal/hex/short form become dotted quads, IPv6 literals are compressed),
-    percent-encoding normalised, dot segments removed, an empty path becomes ``/`` and an empty
-    query is dropped.
+    The URL is parsed as a browser parses it (WHATWG URL standard, via ada-url): scheme and host
+    lowercased, ``\\`` read as ``/``, tabs and newlines dropped, the host percent-decoded and
+    IDNA-encoded, IPv4 in integer/octal/hex/short form written as a dotted quad, IPv6 compressed,
+    default ports dropped, dot segments removed. citeguard then drops the fragment, an empty query,
+    tracking parameters (:data:`TRACKING_PARAMS`, ``utm_*``) and a host's trailing dot, and
+    normalises percent-encoding (unreserved escapes decoded,
+    uppercase hex, stray ``%`` as ``%25``), so one page has one form.
 
     Raises:
         UrlProblem: ``BLOCKED_SCHEME`` for a scheme outside ``allowed_schemes`` (``javascript:``,
-            ``data:``, ``file:``, ``mailto:``, ``ftp:``, ...); ``MALFORMED_URL`` when the URL has no
-            scheme or host, a bad port, an invalid host, or control characters.
+            ``data:``, ``file:``, ``mailto:``, ``ftp:``, ...); ``MALFORMED_URL`` when WHATWG parsing
+            fails (bad port, invalid host, ...) and where citeguard is stricter than a browser: no
+            ``//`` after the scheme (``http:host``, ``http:///host``), port 0, a host label outside
+            letters/digits/hyphens/underscores or too long, control characters.
     """
     if not isinstance(url, str):
         raise _malformed(f"URL must be a string, not {type(url).__name__}")
-    text = url.strip()
+    text = _preprocess(url)
     if not text:
         raise _malformed("empty URL")
     if _CONTROL_RE.search(text):
@@ -232,36 +306,65 @@ def normalize_url(url: str, *, allowed_schemes: frozenset[str] = DEFAULT_ALLOWED
             CitationStatus.BLOCKED_SCHEME,
             f"scheme {scheme!r} is not allowed (allowed: {allowed})",
         )
-    if not rest.startswith("//"):
+    # A browser reads http:host, http:/host and http:///host as host; citeguard wants the two
+    # slashes (``\`` counts as ``/`` in http(s), as it does for the browser).
+    slashes = "/\\" if scheme in _SPECIAL_SCHEMES else "/"
+    if len(rest) < 2 or rest[0] not in slashes or rest[1] not in slashes:
         raise _malformed(f"URL {url!r} has no host (expected {scheme}://host/...)")
-    base, _fragment = split_fragment(text)
+    if len(rest) > 2 and rest[2] in slashes:
+        raise _malformed(f"URL {url!r} has no host (more than two slashes after {scheme}:)")
     try:
-        parts = urlsplit(base)
-    except ValueError as exc:
-        raise _malformed(f"cannot parse URL {url!r}: {exc}") from exc
-    netloc = parts.netloc
-    userinfo, at, hostport = netloc.rpartition("@")
-    if not at:
-        userinfo = ""
-    raw_host, port_text = _split_host_port(hostport)
-    host = _normalize_host(raw_host)
-    port: int | None = None
-    if port_text is not None and port_text != "":
-        if not port_text.isdigit() or int(port_text) > 65535:
-            raise _malformed(f"invalid port {port_text!r} in URL {url!r}")
-        port = int(port_text)
-        if port == 0:
-            raise _malformed(f"invalid port 0 in URL {url!r}")
-    if port is not None and _DEFAULT_PORTS.get(scheme) == port:
-        port = None
-    new_netloc = host if port is None else f"{host}:{port}"
-    if at:
-        new_netloc = _normalize_component(userinfo, _USERINFO_SAFE) + "@" + new_netloc
-    path = _remove_dot_segments(_normalize_component(parts.path, _PATH_SAFE)) or "/"
+        parts = ada_url.parse_url(text, attributes=_ADA_PARTS)
+    except ValueError:
+        raise _malformed(_why_invalid(text, url)) from None
+    host = parts["hostname"]
+    if parts["host_type"] is ada_url.HostType.DEFAULT and scheme in _SPECIAL_SCHEMES:
+        # WHATWG accepts names DNS cannot hold (``-x-.example``, 64-letter labels, ``a..b``);
+        # citeguard refuses them. ``example.com.`` (fully qualified) is ``example.com``.
+        host = host.removesuffix(".")
+        labels = host.split(".")
+        if len(host) > 253 or not all(_HOST_LABEL_RE.match(label) for label in labels):
+            raise _malformed(f"invalid host name {host!r} in URL {url!r}")
+    elif not host:
+        raise _malformed(f"URL {url!r} has no host")
+    port = parts["port"]
+    if port == "0":
+        raise _malformed(f"invalid port 0 in URL {url!r}")
+    authority = f"{host}:{port}" if port else host
+    user = _normalize_component(parts["username"], _USERINFO_SAFE)
+    password = _normalize_component(parts["password"], _USERINFO_SAFE)
+    if user or password:
+        authority = f"{user}:{password}@{authority}" if password else f"{user}@{authority}"
+    path = _remove_dot_segments(_normalize_component(parts["pathname"], _PATH_SAFE)) or "/"
     if not path.startswith("/"):
         path = "/" + path
-    query = _normalize_component(parts.query, _QUERY_SAFE)
-    return urlunsplit(SplitResult(scheme, new_netloc, path, query, ""))
+    query = _normalize_component(parts["search"][1:], _QUERY_SAFE)
+    if query:  # who sent the click (utm_source=openai) does not make another page
+        query = "&".join(p for p in query.split("&") if p and not _is_tracking(p.partition("=")[0]))
+    return f"{scheme}://{authority}{path}?{query}" if query else f"{scheme}://{authority}{path}"
+
+
+def join_url(base: str, reference: str) -> str:
+    """``reference`` (a link or a ``Location`` header) resolved against ``base`` as a browser
+    resolves it (WHATWG): ``\\\\host/x`` and ``/\\host/x`` name another host in http(s), tabs and
+    newlines are dropped, ``http:x`` is relative. Not normalised: pass it to :func:`normalize_url`.
+
+    Raises:
+        UrlProblem: ``MALFORMED_URL`` when no URL results (``http://[::1/x``, a bad port, ...).
+    """
+    try:
+        return ada_url.join_url(base, reference)
+    except ValueError:
+        pass
+    text = _preprocess(reference)
+    scheme, colon, _rest = text.partition(":")
+    absolute = bool(colon and _SCHEME_RE.match(scheme))
+    if not absolute and len(text) > 1 and text[0] in "/\\" and text[1] in "/\\":
+        text = base.partition(":")[0] + ":" + text  # scheme-relative: the base's scheme
+        absolute = True
+    if absolute:
+        raise _malformed(_why_invalid(text, reference))
+    raise _malformed(f"{reference!r} cannot be resolved against {base!r}")
 
 
 def normalize_all(urls: Iterable[str]) -> frozenset[str]:
@@ -273,23 +376,6 @@ def normalize_all(urls: Iterable[str]) -> frozenset[str]:
         except UrlProblem:
             out.add(u)
     return frozenset(out)
-
-
-def _split_host_port(hostport: str) -> tuple[str, str | None]:
-    if hostport.startswith("["):
-        end = hostport.find("]")
-        if end == -1:
-            return hostport, None
-        host, after = hostport[: end + 1], hostport[end + 1 :]
-        if not after:
-            return host, None
-        if not after.startswith(":"):
-            raise _malformed(f"unexpected text after IPv6 literal in {hostport!r}")
-        return host, after[1:]
-    host, colon, port = hostport.rpartition(":")
-    if not colon:
-        return hostport, None
-    return host, port
 
 
 # --------------------------------------------------------------------------------------------
@@ -308,19 +394,13 @@ def _extractor() -> tldextract.TLDExtract:
 
 
 def host_of(url: str) -> str:
-    """The lowercase host of ``url`` (IDNA-encoded; IPv6 without brackets); ``""`` if none."""
+    """The lowercase host a browser opens for ``url`` (WHATWG parsing: IDNA-encoded, IPv4 as a
+    dotted quad, IPv6 without brackets, no trailing dot); ``""`` if none or unparseable."""
     try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname or ""
+        host = ada_url.parse_url(_preprocess(url), attributes=("hostname",))["hostname"]
     except ValueError:
         return ""
-    host = host.rstrip(".")
-    if host and not host.isascii():
-        try:
-            host = idna.encode(host, uts46=True).decode("ascii")
-        except (idna.IDNAError, UnicodeError):
-            return host.lower()
-    return host.lower()
+    return host.strip("[]").rstrip(".").lower()
 
 
 def registrable_domain(url_or_host: str) -> str:

@@ -432,3 +432,20 @@ async def test_judge_unreachable_falls_back() -> None:
         fc = await clf.classify("Who painted The Starry Night?", now=NOW)
     assert fc.regime is Regime.INSENSITIVE
     assert fc.cues[0].startswith("judge unreachable")
+
+
+# --------------------------------------------------------------------------------------------
+# The rules as the learned model's features (tests/checks/test_regime.py has the model)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "regime"), REGIME_CASES)
+def test_regime_features_carry_the_same_rule_decision(question: str, regime: Regime) -> None:
+    from citeguard.checks.freshness import REGIME_FEATURE_NAMES, RULE_LABELS, regime_features
+
+    values, (decided, label, cue) = regime_features(question, now=NOW)
+    fc = classify_freshness(question, now=NOW)
+    assert decided is fc.regime is regime and [cue] == fc.cues
+    assert label in RULE_LABELS
+    assert len(values) == len(REGIME_FEATURE_NAMES)
+    assert values[REGIME_FEATURE_NAMES.index(f"decided by={label}")] == 1.0

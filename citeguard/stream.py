@@ -1,0 +1,1009 @@
+"""Verify an answer while it streams: :meth:`Guard.stream` and :meth:`Guard.stream_run`.
+
+Waiting for the last token before fetching puts the whole verification after the answer. Here
+the work starts as the text arrives:
+
+* **URLs**: the text received so far is parsed (by :func:`~citeguard.parse.parse_answer`, the
+  parser ``check()`` uses) up to its last whitespace, ``)`` or ``>``, so every URL in that
+  prefix is complete. Each new URL is fetched at once through the Guard's own fetcher, and its
+  page extracted through the Guard's own extract stage (and its host probed for a catch-all
+  page when it is short), so the result lands in the fetcher's TTL cache and the stage's page
+  LRU.
+* **Sentences**: a claim is complete when another claim has begun after it, every marker in it
+  is resolved (``[2]`` has its reference line), no bracket in it may still become a citation
+  and no quote opened on the current line may still swallow it. Its citations are then
+  verified on their own (resolution, passage, entailment: :func:`check_validity` on a one-claim
+  answer, sharing the Guard's entailment score cache), which gives the ``citation`` events and
+  decides ``hold`` mode.
+* **The verdict**: when the stream ends, ``guard.check(full_text)`` runs as usual. It finds
+  every page already fetched and extracted and every entailment already scored, so it returns
+  quickly, and its verdict is the ``check()`` verdict by construction (timings aside).
+
+Modes: ``hold`` releases a sentence (with the text between it and the previous one) only once
+its citations pass, in order; the first failing sentence and everything after it are held back
+for good (``held`` events), and the text after the last sentence (a reference list) is released
+only when the verdict passes. ``annotate`` releases every chunk as it arrives; the statuses
+follow as ``citation`` events. In both modes released plus held text is the whole answer.
+
+A ``citeguard.stream`` span (GUARDRAIL) covers the stream; the ``citeguard.check`` span of the
+final verdict is its child. Its events mark each URL completed and fetched and each sentence
+completed, released (with how long it was held) or held; its attributes sum up (held
+sentences, hold ms, the time from the last chunk to the verdict).
+
+On failure, :func:`stream_run` behaves as ``Guard.wrap``/``Guard.run``: it *is* ``Guard.run``,
+with an answer function that streams each attempt through :func:`stream_answer` (so exclusions,
+feedback, budgets and every ``on_fail`` strategy are the loop's own). ``guard.stream`` on its
+own never regenerates: its final ``verdict`` event carries ``passed=False`` and the feedback to
+hand a regenerated attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextvars
+import functools
+import inspect
+import time
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, suppress
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from citeguard.checks.entail import Entailer
+from citeguard.checks.freshness import RegimeClassifier
+from citeguard.checks.judge_usage import JudgeMeter
+from citeguard.checks.validity import (
+    ExtractedPage,
+    ScoreCache,
+    check_validity,
+    uncited_references,
+)
+from citeguard.errors import UsageError
+from citeguard.extract_stage import ExtractStage
+from citeguard.feedback import Feedback, render_feedback
+from citeguard.models import (
+    Answer,
+    CitationStatus,
+    Claim,
+    FetchResult,
+    FreshnessClass,
+    GuardResult,
+    Page,
+    Regime,
+    SearchRecord,
+    Severity,
+    UrlSet,
+    Verdict,
+)
+from citeguard.parse import parse_answer
+from citeguard.policy import Policy
+from citeguard.recording import run_searches
+from citeguard.snapshot import SnapshotFetcher
+from citeguard.stream_adapters import ChunkSource, text_chunks
+from citeguard.trace import Tracing
+from citeguard.web.fetch import Fetcher
+from citeguard.web.urls import normalize_all
+
+__all__ = [
+    "ChunkSource",
+    "EventStream",
+    "StreamAnswerFn",
+    "StreamAttempt",
+    "StreamCitation",
+    "StreamEvent",
+    "StreamHeld",
+    "StreamMode",
+    "StreamResult",
+    "StreamText",
+    "StreamVerdict",
+    "stream_answer",
+    "stream_run",
+]
+
+StreamMode = Literal["hold", "annotate"]
+_MODES = ("hold", "annotate")
+_INLINE_PARSE_CHARS = 4_000  # as Guard._parse: longer prefixes are parsed off the event loop
+# markers that may still resolve, or a reference line that may still get its URL
+_UNRESOLVED = frozenset({"unresolved_marker", "reference_without_url"})
+_QUOTE_PAIRS = (("“", "”"), ("„", "“”"), ("«", "»"), ("「", "」"), ("『", "』"), ("‘", "’"))
+
+
+# --------------------------------------------------------------------------------------------
+# Events
+# --------------------------------------------------------------------------------------------
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    at_ms: float = 0.0  # when it happened, in ms since the stream began
+
+
+class StreamText(_Event):
+    """Answer text the user may see now: ``text == answer[start:end]``.
+
+    ``hold``: a verified sentence with the text since the previous release (``claim_index``
+    set; ``None`` for the text after the last sentence, released with a passing verdict), and
+    ``held_ms``, how long it waited after its last character arrived. ``annotate``: each chunk
+    as it arrives (``claim_index`` ``None``, ``held_ms`` 0)."""
+
+    type: Literal["text"] = "text"
+    text: str
+    start: int
+    end: int
+    claim_index: int | None = None
+    held_ms: float = 0.0
+
+
+class StreamHeld(_Event):
+    """Answer text held back for good (``hold`` mode): a sentence whose citation failed, or the
+    text after it; ``urls`` are the failing citations."""
+
+    type: Literal["held"] = "held"
+    text: str
+    start: int
+    end: int
+    claim_index: int | None = None
+    reason: str
+    urls: list[str] = Field(default_factory=list)
+
+
+class StreamCitation(_Event):
+    """A citation's status as it lands. ``stage="fetch"``: a URL's fetch finished (``url`` is
+    normalised; the status says whether it resolves). ``stage="claim"``: one (sentence, cited
+    URL) pair was verified: resolution, passage on the page, claim entailed (``url`` as
+    cited; ``claim_index`` and ``claim`` name the sentence)."""
+
+    type: Literal["citation"] = "citation"
+    stage: Literal["fetch", "claim"]
+    url: str
+    status: CitationStatus
+    reason: str
+    http_status: int | None = None
+    claim_index: int | None = None
+    claim: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status is CitationStatus.OK
+
+
+class StreamVerdict(_Event):
+    """The last event of a stream: ``guard.check()`` on the whole answer.
+
+    ``released`` is what the user was shown, ``held`` what was kept back (their concatenation
+    is ``text``). ``feedback`` (on failure): the message ``Guard.run`` would hand the next
+    attempt; regenerate with ``exclude_urls=verdict.offending_urls`` and it, or use
+    :meth:`Guard.stream_run`. ``after_last_chunk_ms``: from the end of the stream to this
+    verdict."""
+
+    type: Literal["verdict"] = "verdict"
+    passed: bool
+    verdict: Verdict
+    text: str
+    released: str
+    held: str
+    feedback: str | None = None
+    after_last_chunk_ms: float = 0.0
+
+
+class StreamAttempt(_Event):
+    """``stream_run``: attempt ``number`` begins (what earlier attempts released is void)."""
+
+    type: Literal["attempt"] = "attempt"
+    number: int
+    exclude_urls: UrlSet = frozenset()
+
+
+class StreamResult(_Event):
+    """``stream_run``'s last event: the guarded run's result, as ``Guard.run`` returns it."""
+
+    type: Literal["result"] = "result"
+    result: GuardResult
+
+
+StreamEvent = Annotated[
+    StreamText | StreamHeld | StreamCitation | StreamVerdict | StreamAttempt | StreamResult,
+    Field(discriminator="type"),
+]
+EventStream = AsyncIterator[StreamEvent]
+#: ``fn(question, *, exclude_urls, feedback=None, **kwargs)`` → a :data:`ChunkSource` (or an
+#: awaitable of one), e.g. ``lambda q, **kw: client.chat.completions.create(..., stream=True)``
+StreamAnswerFn = Callable[..., Any]
+
+
+# --------------------------------------------------------------------------------------------
+# What the stream needs of the Guard
+# --------------------------------------------------------------------------------------------
+
+
+class _GuardParts(Protocol):
+    """The Guard's long-lived pieces this module shares (so the pages it fetches early are the
+    ones ``check()`` finds)."""
+
+    @property
+    def policy(self) -> Policy: ...
+    @property
+    def tracing(self) -> Tracing: ...
+    @property
+    def _scores(self) -> ScoreCache: ...
+    @property
+    def _pages(self) -> ExtractStage: ...
+    @property
+    def _regimes(self) -> RegimeClassifier: ...
+    @property
+    def _now(self) -> Callable[[], datetime]: ...
+
+    def _get_fetcher(self) -> Fetcher | SnapshotFetcher: ...
+    def _get_entailer(self) -> Entailer | None: ...
+    def _judge_run(self) -> AbstractContextManager[JudgeMeter]: ...
+    async def _prepare_snapshot(self) -> None: ...
+    async def _catch_all_pages(self, pages: Mapping[str, Page]) -> dict[str, str]: ...
+
+    async def check(
+        self,
+        answer: str | Sequence[Mapping[str, Any]],
+        *,
+        question: str = "",
+        searches: Sequence[SearchRecord] | None = None,
+        exclude_urls: frozenset[str] | set[str] = frozenset(),
+    ) -> Verdict: ...
+
+    async def run(self, answer_fn: Callable[..., Any], question: str, /, **kwargs: Any) -> Any: ...
+
+
+# --------------------------------------------------------------------------------------------
+# Public entry points
+# --------------------------------------------------------------------------------------------
+
+
+def stream_answer(
+    guard: _GuardParts,
+    chunks: ChunkSource,
+    *,
+    question: str = "",
+    mode: StreamMode = "hold",
+    searches: Sequence[SearchRecord] | None = None,
+    exclude_urls: frozenset[str] | set[str] = frozenset(),
+) -> EventStream:
+    """Verify the answer ``chunks`` stream while it streams; yields :data:`StreamEvent` values
+    ending with one :class:`StreamVerdict` (see the module docstring). ``chunks``: text chunks
+    or provider streaming events (:mod:`citeguard.stream_adapters`)."""
+    _check_mode(mode)
+    if isinstance(chunks, str | bytes) or not isinstance(chunks, AsyncIterable | Iterable):
+        raise UsageError(
+            f"stream() takes an (async) iterable of chunks, not {type(chunks).__name__}"
+        )
+    session = _Session(
+        guard,
+        question=question,
+        mode=mode,
+        searches=None if searches is None else list(searches),
+        exclude_urls=frozenset(exclude_urls),
+    )
+    return _events(session, chunks)
+
+
+def stream_run(
+    guard: _GuardParts,
+    answer_stream_fn: StreamAnswerFn,
+    question: str,
+    *,
+    mode: StreamMode = "hold",
+    **kwargs: Any,
+) -> EventStream:
+    """``Guard.run`` with a streaming answer function: each attempt's events (after a
+    :class:`StreamAttempt`), then one :class:`StreamResult`. Regeneration, exclusions,
+    feedback, budgets and ``on_fail`` are the loop's (``on_fail="raise"`` raises
+    ``CitationRejected`` after the last event)."""
+    _check_mode(mode)
+    return _run_events(guard, answer_stream_fn, question, mode, kwargs)
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in _MODES:
+        raise UsageError(f"mode must be 'hold' or 'annotate', not {mode!r}")
+
+
+async def _events(session: _Session, chunks: ChunkSource) -> EventStream:
+    # the work runs in its own task: its span and judge run stay in one context, and the
+    # consumer may take its time between events
+    task = asyncio.create_task(session.run(chunks))
+    try:
+        while True:
+            event = await session.queue.get()
+            if event is None:
+                break
+            yield event
+        await task  # the stream's own errors (the chunk iterator raised) propagate
+    finally:
+        if not task.done():
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+
+
+async def _run_events(
+    guard: _GuardParts,
+    answer_stream_fn: StreamAnswerFn,
+    question: str,
+    mode: StreamMode,
+    kwargs: dict[str, Any],
+) -> EventStream:
+    queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+    t0 = time.perf_counter()
+    wants_feedback = _accepts_feedback(answer_stream_fn)
+    attempts = 0
+
+    async def attempt(
+        q: str,
+        *,
+        exclude_urls: frozenset[str] = frozenset(),
+        feedback: Feedback | None = None,
+        **extra: Any,
+    ) -> str:
+        nonlocal attempts
+        attempts += 1
+        at = (time.perf_counter() - t0) * 1000.0
+        queue.put_nowait(StreamAttempt(number=attempts, exclude_urls=exclude_urls, at_ms=at))
+        if wants_feedback:
+            extra["feedback"] = feedback
+        source = answer_stream_fn(q, exclude_urls=exclude_urls, **extra)
+        if inspect.isawaitable(source):
+            source = await source
+        text = ""
+        async for event in stream_answer(
+            guard, source, question=q, mode=mode, exclude_urls=exclude_urls
+        ):
+            queue.put_nowait(event)
+            if isinstance(event, StreamVerdict):
+                text = event.text
+        return text
+
+    task = asyncio.create_task(guard.run(attempt, question, **kwargs))
+    task.add_done_callback(lambda _t: queue.put_nowait(None))
+    try:
+        while True:
+            event = await queue.get()
+            if event is None:
+                break
+            yield event
+        result = await task  # CitationRejected (on_fail="raise") propagates here
+        at = (time.perf_counter() - t0) * 1000.0
+        yield StreamResult(result=result, at_ms=at)
+    finally:
+        if not task.done():
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+
+
+def _accepts_feedback(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "feedback" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+# --------------------------------------------------------------------------------------------
+# One stream
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Fetched:
+    """A URL fetched (and its page extracted) ahead of the verdict."""
+
+    result: FetchResult | None = None
+    page: ExtractedPage | None = None
+    soft_404: str | None = None
+    failed: bool = False  # the early work raised (e.g. a snapshot miss): check() reports it
+
+
+@dataclass
+class _Sentence:
+    claim: Claim
+    answer: Answer  # the one-claim answer its citations are verified in
+    task: asyncio.Task[None] | None = None
+    verifying: bool = False  # its pages are in; only passage and entailment remain
+    passed: bool | None = None
+    failing: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+_Key = tuple[int, int]
+# one claim of the latest parse: its key, the claim, whether it is complete
+_Unit = tuple[_Key, Claim, bool]
+
+
+class _Session:
+    def __init__(
+        self,
+        guard: _GuardParts,
+        *,
+        question: str,
+        mode: StreamMode,
+        searches: list[SearchRecord] | None,
+        exclude_urls: frozenset[str],
+    ) -> None:
+        self.guard = guard
+        self.policy = guard.policy
+        self.question = question
+        self.mode = mode
+        self.searches = searches
+        self.exclude_urls = exclude_urls
+        self.excluded = normalize_all(exclude_urls)
+        self.queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+        policy = self.policy
+        self.need_body = policy.passage.check_passages or (
+            policy.entailment.check_entailment and policy.entailment.backend != "none"
+        )
+        self.t0 = time.perf_counter()
+        self.text = ""
+        self._chunk_ends: list[int] = []
+        self._chunk_times: list[float] = []
+        self.ended_at: float | None = None
+        self.fetches: dict[str, asyncio.Task[_Fetched]] = {}
+        self.early_urls = 0  # URLs whose fetch began before the stream ended
+        self.sentences: dict[_Key, _Sentence] = {}
+        self.units: list[_Unit] = []
+        self.released_upto = 0
+        self.stopped = False  # hold: a sentence failed; nothing more is released
+        self.hold_ms: list[float] = []
+        self.held_sentences = 0
+        self.released_parts: list[str] = []
+        self.held_parts: list[str] = []
+        self._dirty = asyncio.Event()
+        self._cut = 0
+        self._next_parse = 0.0
+        self._span: Any = None
+        self._check_ctx: contextvars.Context | None = None
+        self._regime: asyncio.Task[FreshnessClass] | None = None
+        self._entailer: Entailer | None = None
+        self._after_ms = 0.0
+
+    # ---------------------------------------------------------------- driving
+
+    def _ms(self) -> float:
+        return (time.perf_counter() - self.t0) * 1000.0
+
+    def emit(self, event: StreamEvent) -> None:
+        self.queue.put_nowait(event)
+
+    async def run(self, chunks: ChunkSource) -> None:
+        parser: asyncio.Task[None] | None = None
+        try:
+            with self.guard.tracing.span(
+                "citeguard.stream",
+                kind="GUARDRAIL",
+                input=self.question or None,
+                attributes={"citeguard.stream.mode": self.mode},
+            ) as span:
+                self._span = span
+                # the final check runs in this context: a child of this span, with its own judge
+                # run (its verdict's judge usage is that of a check() on its own)
+                self._check_ctx = contextvars.copy_context()
+                with self.guard._judge_run():
+                    await self.guard._prepare_snapshot()
+                    self._entailer = self.guard._get_entailer()
+                    self._regime = asyncio.create_task(
+                        self.guard._regimes.classify(self.question, now=self.guard._now())
+                    )
+                    parser = asyncio.create_task(self._parse_loop())
+                    async for chunk in text_chunks(chunks):
+                        self._on_chunk(chunk)
+                    self.ended_at = time.perf_counter()
+                    self._dirty.set()
+                    await parser
+                    verdict = await self._finish()
+                self._record(span, verdict)
+        finally:
+            self._cancel_all(parser)
+            self.queue.put_nowait(None)
+
+    def _cancel_all(self, parser: asyncio.Task[None] | None) -> None:
+        tasks: list[asyncio.Future[Any]] = [*self.fetches.values()]
+        tasks += [s.task for s in self.sentences.values() if s.task is not None]
+        if parser is not None:
+            tasks.append(parser)
+        if self._regime is not None:
+            tasks.append(self._regime)
+        for t in tasks:
+            if not t.done():
+                t.cancel()
+            else:
+                _retrieve(t)
+
+    def _on_chunk(self, chunk: str) -> None:
+        start = len(self.text)
+        self.text += chunk
+        self._chunk_ends.append(len(self.text))
+        self._chunk_times.append(time.perf_counter())
+        if self.mode == "annotate":
+            self._release_span(start, len(self.text), None)
+        self._dirty.set()
+
+    def _arrived(self, offset: int) -> float:
+        """When the character at ``offset`` arrived."""
+        i = bisect.bisect_right(self._chunk_ends, offset)
+        return self._chunk_times[min(i, len(self._chunk_times) - 1)]
+
+    # ---------------------------------------------------------------- parsing as text arrives
+
+    async def _parse_loop(self) -> None:
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            if self.ended_at is not None:
+                return
+            wait = self._next_parse - time.perf_counter()
+            if wait > 0:  # parse at most half the time: chunks that arrive meanwhile coalesce
+                await asyncio.sleep(wait)
+                if self.ended_at is not None:
+                    return
+            text = self.text
+            cut = _complete_prefix(text)
+            if cut <= self._cut:
+                continue
+            self._cut = cut
+            began = time.perf_counter()
+            parsed = await self._parse(text[:cut])
+            self._next_parse = 2 * time.perf_counter() - began
+            if self.ended_at is not None:
+                return
+            self._advance(parsed)
+
+    async def _parse(self, text: str) -> Answer:
+        schemes = self.policy.fetch.allowed_schemes
+        if len(text) > _INLINE_PARSE_CHARS:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(
+                None, functools.partial(parse_answer, text, allowed_schemes=schemes)
+            )
+        return parse_answer(text, allowed_schemes=schemes)
+
+    def _urls(self, parsed: Answer) -> list[str]:
+        # what check() fetches: the cited URLs and the reference entries nothing cites
+        urls = [*parsed.urls, *uncited_references(parsed)]
+        return [u for u in dict.fromkeys(urls) if u not in self.excluded]
+
+    def _advance(self, parsed: Answer) -> None:
+        """A longer prefix was parsed: fetch its new URLs, verify its newly complete claims."""
+        for url in self._urls(parsed):
+            if url not in self.fetches:
+                self._start_fetch(url)
+        self.units = _units(parsed)
+        for key, claim, complete in self.units:
+            if complete and key not in self.sentences and claim.end > self.released_upto:
+                self._start_sentence(key, claim, parsed)
+        self._release()
+
+    # ---------------------------------------------------------------- early fetches
+
+    def _start_fetch(self, url: str) -> None:
+        if self.ended_at is None:
+            self.early_urls += 1
+        _span_event(self._span, "citeguard.stream.url", {"url": url, "at_ms": self._ms()})
+        self.fetches[url] = asyncio.create_task(self._prefetch(url))
+
+    async def _dates(self) -> bool:
+        assert self._regime is not None
+        regime = await asyncio.shield(self._regime)
+        return self.policy.freshness.enabled and regime.regime is not Regime.INSENSITIVE
+
+    async def _prefetch(self, url: str) -> _Fetched:
+        policy = self.policy
+        try:
+            res = (
+                await self.guard._get_fetcher().fetch_all(
+                    [url], want_body=self.need_body, deadline=policy.fetch.answer_deadline
+                )
+            )[url]
+        except Exception:  # a snapshot miss, a closed fetcher: check() says what it is
+            return _Fetched(failed=True)
+        self.emit(
+            StreamCitation(
+                stage="fetch",
+                url=url,
+                status=res.status,
+                reason=res.reason,
+                http_status=res.http_status,
+                at_ms=self._ms(),
+            )
+        )
+        _span_event(
+            self._span,
+            "citeguard.stream.fetched",
+            {"url": url, "status": res.status.value, "at_ms": self._ms()},
+        )
+        out = _Fetched(result=res)
+        if not (self.need_body and res.status.is_ok() and res.body is not None):
+            return out
+        try:
+            dates = await self._dates()
+            pages = await self.guard._pages.extract_all({url: res}, date_fallback=dates)
+            out.page = pages.get(url)
+            if out.page is not None and policy.fetch.soft_404_probe:
+                out.soft_404 = (await self.guard._catch_all_pages({url: out.page.page})).get(url)
+        except Exception:
+            out.failed = True
+        return out
+
+    # ---------------------------------------------------------------- sentences
+
+    def _start_sentence(self, key: _Key, claim: Claim, parsed: Answer) -> None:
+        sentence = _Sentence(claim=claim, answer=_one_claim(parsed, claim))
+        self.sentences[key] = sentence
+        _span_event(
+            self._span,
+            "citeguard.stream.sentence",
+            {
+                "claim_index": claim.index,
+                "start": claim.start,
+                "end": claim.end,
+                "at_ms": self._ms(),
+            },
+        )
+        if not sentence.answer.citations and not _errors(sentence.answer):
+            sentence.passed = True  # cites nothing: nothing to wait for
+            return
+        sentence.task = asyncio.create_task(self._verify(sentence))
+
+    async def _verify(self, s: _Sentence) -> None:
+        urls = [
+            u
+            for u in dict.fromkeys(c.normalized_url for c in s.answer.citations)
+            if u is not None and u not in self.excluded
+        ]
+        for url in urls:
+            if url not in self.fetches:  # defensive: its URL was not in the prefix parsed
+                self._start_fetch(url)
+        got = await asyncio.gather(*(asyncio.shield(self.fetches[u]) for u in urls))
+        s.verifying = True
+        if any(g.failed for g in got):
+            return  # left to the verdict
+        fetched = {u: g.result for u, g in zip(urls, got, strict=True) if g.result is not None}
+        pages = {u: g.page for u, g in zip(urls, got, strict=True) if g.page is not None}
+        soft = {u: g.soft_404 for u, g in zip(urls, got, strict=True) if g.soft_404 is not None}
+        searches = self.searches if self.searches is not None else run_searches()
+        retrieved = (
+            normalize_all({r.url for rec in searches for r in rec.results}) if searches else None
+        )
+        outcome = await check_validity(
+            s.answer,
+            fetched,
+            pages,
+            policy=self.policy,
+            entailer=self._entailer,
+            excluded=self.excluded,
+            retrieved=retrieved,
+            cache=self.guard._scores,
+            soft_404s=soft,
+        )
+        failing: list[str] = []
+        for report in outcome.claims:
+            for check in report.checks:
+                self.emit(
+                    StreamCitation(
+                        stage="claim",
+                        url=check.url,
+                        status=check.status,
+                        reason=check.reason,
+                        claim_index=s.claim.index,
+                        claim=s.claim.text,
+                        at_ms=self._ms(),
+                    )
+                )
+                if check.url in outcome.offending_urls:
+                    failing.append(f"{check.url}: {check.status.value} ({check.reason})")
+        s.failing = sorted(outcome.offending_urls)
+        s.passed = not outcome.offending_urls and not _errors(s.answer)
+        s.reason = "; ".join(failing) or "; ".join(
+            f.message for f in s.answer.findings if f.severity is Severity.ERROR
+        )
+        _span_event(
+            self._span,
+            "citeguard.stream.verified",
+            {"claim_index": s.claim.index, "passed": s.passed, "at_ms": self._ms()},
+        )
+        self._release()
+
+    # ---------------------------------------------------------------- release (hold mode)
+
+    def _release(self) -> None:
+        """Release, in order, every complete sentence whose citations passed."""
+        if self.mode != "hold" or self.stopped:
+            return
+        for key, claim, complete in self.units:
+            if claim.end <= self.released_upto:
+                continue
+            sentence = self.sentences.get(key) if complete else None
+            if sentence is None or sentence.passed is None:
+                return
+            if not sentence.passed:
+                self._hold(self.released_upto, claim.end, claim.index, sentence)
+                return
+            self._release_span(self.released_upto, claim.end, claim.index)
+
+    def _release_span(self, start: int, end: int, claim_index: int | None) -> None:
+        if end <= start:
+            return
+        now = time.perf_counter()
+        held = 0.0 if self.mode == "annotate" else (now - self._arrived(end - 1)) * 1000.0
+        text = self.text[start:end]
+        self.released_parts.append(text)
+        if self.mode == "hold":  # annotate releases chunks; its sentences are not a frontier
+            self.released_upto = end
+        if claim_index is not None:
+            self.hold_ms.append(held)
+        if self.mode == "hold":
+            _span_event(
+                self._span,
+                "citeguard.stream.released",
+                {"claim_index": claim_index, "start": start, "end": end, "hold_ms": held},
+            )
+        self.emit(
+            StreamText(
+                text=text,
+                start=start,
+                end=end,
+                claim_index=claim_index,
+                held_ms=round(held, 3),
+                at_ms=self._ms(),
+            )
+        )
+
+    def _hold(self, start: int, end: int, claim_index: int | None, s: _Sentence) -> None:
+        self.stopped = True
+        self.held_sentences += 1
+        self._held_span(start, end, claim_index, s.reason or "a citation failed", s.failing)
+
+    def _held_span(
+        self, start: int, end: int, claim_index: int | None, reason: str, urls: list[str]
+    ) -> None:
+        if end <= start:
+            return
+        text = self.text[start:end]
+        self.held_parts.append(text)
+        self.released_upto = end  # consumed: neither part is revisited
+        _span_event(
+            self._span,
+            "citeguard.stream.held",
+            {"claim_index": claim_index, "start": start, "end": end, "reason": reason},
+        )
+        self.emit(
+            StreamHeld(
+                text=text,
+                start=start,
+                end=end,
+                claim_index=claim_index,
+                reason=reason,
+                urls=urls,
+                at_ms=self._ms(),
+            )
+        )
+
+    # ---------------------------------------------------------------- the end of the stream
+
+    async def _finish(self) -> Verdict:
+        text = self.text
+        parsed = await self._parse(text)  # what check() parses: every URL is now complete
+        for url in self._urls(parsed):
+            if url not in self.fetches:
+                self._start_fetch(url)
+        # sentences still waiting for their pages are the verdict's to verify first, and those
+        # being scored finish before it begins, so it finds their scores cached: the same pair
+        # is never scored twice at once (the entailer is what costs time here)
+        for key, s in list(self.sentences.items()):
+            if s.task is not None and not s.verifying and not s.task.done():
+                s.task.cancel()
+                del self.sentences[key]
+        busy = [s.task for s in self.sentences.values() if s.task is not None]
+        if busy:
+            await asyncio.gather(*busy, return_exceptions=True)
+        check = asyncio.create_task(
+            self.guard.check(
+                text,
+                question=self.question,
+                searches=self.searches,
+                exclude_urls=self.exclude_urls,
+            ),
+            context=self._check_ctx,
+        )
+        verdict = await check
+        # the sentences not verified yet: everything they need is cached now
+        self.units = [((c.start, c.end), c, True) for c in parsed.claims]
+        for key, claim, _ in self.units:
+            if key not in self.sentences and claim.end > self.released_upto:
+                self._start_sentence(key, claim, parsed)
+        pending = [s.task for s in self.sentences.values() if s.task is not None]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        for t in pending:
+            _retrieve(t)
+        self._settle(parsed, verdict)
+        self._after_ms = after = (time.perf_counter() - (self.ended_at or self.t0)) * 1000.0
+        feedback = None
+        if not verdict.passed:
+            exclude = frozenset(self.exclude_urls) | verdict.offending_urls
+            feedback = render_feedback(verdict, attempt=1, exclude_urls=exclude).message
+        self.emit(
+            StreamVerdict(
+                passed=verdict.passed,
+                verdict=verdict,
+                text=text,
+                released="".join(self.released_parts),
+                held="".join(self.held_parts),
+                feedback=feedback,
+                after_last_chunk_ms=round(after, 3),
+                at_ms=self._ms(),
+            )
+        )
+        return verdict
+
+    def _settle(self, parsed: Answer, verdict: Verdict) -> None:
+        """Hold mode, at the end: release or hold what is left, by the sentences' own checks
+        (or the verdict, for one whose early work failed)."""
+        if self.mode != "hold":
+            return
+        offending = verdict.offending_urls
+        for i, claim in enumerate(parsed.claims):
+            if self.stopped or claim.end <= self.released_upto:
+                continue
+            s = self.sentences.get((claim.start, claim.end))
+            if s is None:  # defensive: every claim of the final parse has its sentence
+                s = _Sentence(claim=claim, answer=_one_claim(parsed, claim))
+            if s.passed is None:  # its early work failed (a snapshot miss): the verdict decides
+                report = verdict.claims[i] if i < len(verdict.claims) else None
+                bad = [ch.url for ch in report.checks if ch.url in offending] if report else []
+                s.passed, s.failing = not bad, bad
+                s.reason = "; ".join(f"{u}: failed in the verdict" for u in bad)
+            if not s.passed:
+                self._hold(self.released_upto, claim.end, claim.index, s)
+                break
+            self._release_span(self.released_upto, claim.end, claim.index)
+        end = len(self.text)
+        if self.stopped:
+            rest = "held back after a sentence whose citation failed"
+            self._held_span(self.released_upto, end, None, rest, [])
+        elif verdict.passed:
+            self._release_span(self.released_upto, end, None)
+        else:
+            failed = ", ".join(n for n, a in verdict.axes.items() if a.gating and not a.passed)
+            why = f"the answer failed the gate ({failed or 'validity'})"
+            self._held_span(self.released_upto, end, None, why, sorted(offending))
+
+    # ---------------------------------------------------------------- the span
+
+    def _record(self, span: Any, verdict: Verdict) -> None:
+        hold = sorted(self.hold_ms)
+        attrs: dict[str, Any] = {
+            "citeguard.stream.chunks": len(self._chunk_ends),
+            "citeguard.stream.chars": len(self.text),
+            "citeguard.stream.urls": len(self.fetches),
+            "citeguard.stream.urls_early": self.early_urls,
+            "citeguard.stream.sentences": len(self.sentences),
+            "citeguard.stream.sentences_released": len(hold),
+            "citeguard.stream.held_sentences": self.held_sentences,
+            "citeguard.stream.held_chars": sum(len(p) for p in self.held_parts),
+            "citeguard.stream.after_last_chunk_ms": round(self._after_ms, 3),
+            "citeguard.passed": verdict.passed,
+            "output.value": "".join(self.released_parts)[:16_000],
+        }
+        if hold:
+            attrs["citeguard.stream.hold_ms_max"] = round(hold[-1], 3)
+            attrs["citeguard.stream.hold_ms_p50"] = round(hold[len(hold) // 2], 3)
+            attrs["citeguard.stream.hold_ms_total"] = round(sum(hold), 3)
+        _set_attrs(span, attrs)
+
+
+# --------------------------------------------------------------------------------------------
+# Pure helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _complete_prefix(text: str) -> int:
+    """The length of the longest prefix whose every URL is complete: up to its last
+    whitespace (a reference line's end included), ``)`` or ``>``."""
+    for i in range(len(text) - 1, -1, -1):
+        ch = text[i]
+        if ch.isspace() or ch in ")>":
+            return i + 1
+    return 0
+
+
+def _open_quote(text: str) -> int | None:
+    """Where a quote opened on the last line of ``text`` and not closed yet begins (quotes
+    never span lines, so earlier lines are settled); ``None`` when none is open."""
+    line_start = text.rfind("\n") + 1
+    line = text[line_start:]
+    opened: list[int] = []
+    straight = [i for i, ch in enumerate(line) if ch == '"']
+    if len(straight) % 2:
+        opened.append(straight[-1])
+    for opener, closers in _QUOTE_PAIRS:
+        i = line.rfind(opener)
+        if i >= 0 and not any(c in line[i + 1 :] for c in closers):
+            opened.append(i)
+    return line_start + min(opened) if opened else None
+
+
+def _units(parsed: Answer) -> list[_Unit]:
+    """The claims of a prefix, each with whether it is complete (see the module docstring)."""
+    text = parsed.text
+    open_at = _open_quote(text)
+    unresolved = {
+        f.claim_index
+        for f in parsed.findings
+        if f.code in _UNRESOLVED and f.claim_index is not None
+    }
+    out: list[_Unit] = []
+    last = len(parsed.claims) - 1
+    for i, claim in enumerate(parsed.claims):
+        complete = (
+            i < last
+            and claim.index not in unresolved
+            and (open_at is None or claim.end <= open_at)
+            and not _stray_bracket(parsed, claim)
+        )
+        out.append(((claim.start, claim.end), claim, complete))
+    return out
+
+
+def _stray_bracket(parsed: Answer, claim: Claim) -> bool:
+    """A ``[`` in the claim outside its citation markers: a ``[word]`` that a reference
+    definition later in the stream may still turn into a citation."""
+    spans = [(parsed.citations[i].start, parsed.citations[i].end) for i in claim.citation_indices]
+    pos = parsed.text.find("[", claim.start, claim.end)
+    while pos >= 0:
+        if not any(s <= pos < e for s, e in spans):
+            return True
+        pos = parsed.text.find("[", pos + 1, claim.end)
+    return False
+
+
+def _one_claim(parsed: Answer, claim: Claim) -> Answer:
+    """``parsed`` cut down to one claim and its citations (offsets into the same text), so the
+    pair ``check()`` builds for it is the same: same claim text, quote and evidence."""
+    cits = [parsed.citations[i] for i in claim.citation_indices]
+    urls = {c.url for c in cits}
+    return Answer(
+        text=parsed.text,
+        claims=[claim.model_copy(update={"citation_indices": list(range(len(cits)))})],
+        citations=[c.model_copy(update={"index": k}) for k, c in enumerate(cits)],
+        findings=[
+            f
+            for f in parsed.findings
+            if f.code != "unused_reference"
+            and (f.claim_index == claim.index or (f.url is not None and f.url in urls))
+        ],
+    )
+
+
+def _errors(answer: Answer) -> bool:
+    return any(f.severity is Severity.ERROR for f in answer.findings)
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved: a failure nobody awaited is not logged
+
+
+def _span_event(span: Any, name: str, attrs: Mapping[str, Any]) -> None:
+    if span is None:
+        return
+    with suppress(Exception):
+        span.add_event(name, {k: v for k, v in attrs.items() if v is not None})
+
+
+def _set_attrs(span: Any, attrs: Mapping[str, Any]) -> None:
+    if span is None:
+        return
+    for key, value in attrs.items():
+        with suppress(Exception):
+            span.set_attribute(key, value)

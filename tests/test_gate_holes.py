@@ -1,0 +1,301 @@
+"""Nothing passes that should not: uncited answers, dangling markers, an answer stripped to
+nothing, structured answers read as prose. Real Guard, real aiohttp farm, real CLI process."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from conftest import Farm
+from test_cli import _cli, _resolve
+
+from citeguard import CitationStatus, EntailmentPolicy, FetchPolicy, Guard, Policy
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+PAGE = (
+    "<html><head><title>Eiffel Tower</title></head><body><article>"
+    "<p>The Eiffel Tower is 330 metres tall. Gustave Eiffel's company \"built the tower "
+    'in 1889".</p></article></body></html>'
+)
+
+
+def _policy(**kw: Any) -> Policy:
+    fetch = FetchPolicy(
+        allow_private_addresses=True, url_timeout=3.0, answer_deadline=5.0, retries=0
+    )
+    return Policy(fetch=fetch, entailment=EntailmentPolicy(backend="none"), **kw)
+
+
+def _guard(farm: Farm, **kw: Any) -> Guard:
+    return Guard(_policy(**kw), resolver=farm.resolver, now=lambda: NOW)
+
+
+# --------------------------------------------------------------------------------------------
+# An answer without sources
+# --------------------------------------------------------------------------------------------
+
+
+async def test_an_answer_with_no_citations_fails_validity(farm: Farm) -> None:
+    async with _guard(farm) as guard:
+        verdict = await guard.check("The Eiffel Tower is 330 metres tall.", question="How tall?")
+    assert not verdict.passed
+    assert not verdict.axes["validity"].passed
+    assert "no_citations" in {f.code for f in verdict.axes["validity"].findings}
+
+
+async def test_min_citations_zero_lets_an_uncited_answer_pass(farm: Farm) -> None:
+    async with _guard(farm, min_citations=0) as guard:
+        verdict = await guard.check("The Eiffel Tower is 330 metres tall.", question="How tall?")
+    assert verdict.axes["validity"].passed
+
+
+async def test_fewer_citations_than_the_policy_asks_fail(farm: Farm) -> None:
+    url = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    async with _guard(farm, min_citations=2) as guard:
+        verdict = await guard.check(f"The Eiffel Tower is 330 metres tall [1].\n\n[1] {url}\n")
+    assert verdict.citations[0].status is CitationStatus.OK
+    assert not verdict.axes["validity"].passed
+    assert "too_few_citations" in {f.code for f in verdict.axes["validity"].findings}
+
+
+async def test_a_dangling_marker_fails_the_answer(farm: Farm) -> None:
+    url = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    answer = (
+        f"The Eiffel Tower is 330 metres tall [1]. It was painted gold in 2020 [2].\n\n[1] {url}\n"
+    )
+    async with _guard(farm) as guard:
+        verdict = await guard.check(answer, question="How tall is the Eiffel Tower?")
+    assert verdict.citations[0].status is CitationStatus.OK
+    assert not verdict.passed
+    assert "unresolved_marker" in {f.code for f in verdict.axes["validity"].findings}
+
+
+async def test_cli_fails_an_empty_and_a_binary_file(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.md"
+    empty.write_bytes(b"")
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(bytes(range(256)) * 8)
+    for path in (empty, binary):
+        rc, out, err = await _cli("check", str(path), "--entailment", "none")
+        assert rc == 1, (path, out, err)
+        assert "verdict: REJECTED" in out
+
+
+# --------------------------------------------------------------------------------------------
+# on_fail="strip"
+# --------------------------------------------------------------------------------------------
+
+
+async def test_strip_that_removes_every_claim_is_not_a_pass(farm: Farm) -> None:
+    dead = farm.add("gone.example.org", "/eiffel", status=404)
+
+    async def agent(question: str, **_: Any) -> str:
+        return f"The Eiffel Tower is 330 metres tall [1].\n\n[1] {dead}\n"
+
+    async with _guard(farm, on_fail="strip", max_attempts=1) as guard:
+        result = await guard.run(agent, "How tall is the Eiffel Tower?")
+    assert result.outcome == "stripped"
+    assert not result.passed
+    assert result.removed_claims == ["The Eiffel Tower is 330 metres tall [1]."]
+    assert result.removed_urls == [dead]
+    assert "nothing is left" in result.message
+
+
+async def test_strip_keeps_the_claims_that_stand_and_names_what_went(farm: Farm) -> None:
+    good = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    dead = farm.add("gone.example.org", "/eiffel", status=404)
+
+    async def agent(question: str, **_: Any) -> str:
+        return (
+            "The Eiffel Tower is 330 metres tall [1]. It was painted gold in 2020 [2].\n\n"
+            f"[1] {good}\n[2] {dead}\n"
+        )
+
+    async with _guard(farm, on_fail="strip", max_attempts=1) as guard:
+        result = await guard.run(agent, "How tall is the Eiffel Tower?")
+    assert result.passed
+    assert result.removed_urls == [dead]
+    assert result.removed_claims == ["It was painted gold in 2020 [2]."]
+    assert "gold" not in result.answer
+
+
+# --------------------------------------------------------------------------------------------
+# Structured answers stay structured
+# --------------------------------------------------------------------------------------------
+
+
+async def test_a_structured_answer_from_the_answer_function_is_checked_as_structure(
+    farm: Farm,
+) -> None:
+    url = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    items = [
+        {
+            "claim": "Gustave Eiffel's company built the tower in 1889.",
+            "url": url,
+            "quote": "built the tower in 1889",
+        }
+    ]
+
+    async def agent(question: str, **_: Any) -> list[dict[str, Any]]:
+        return items
+
+    async with _guard(farm) as guard:
+        result = await guard.run(agent, "Who built the Eiffel Tower?")
+    assert result.passed, result.verdict.findings
+    assert result.structured == items
+    (report,) = result.verdict.citations
+    assert report.passage is not None and report.passage.found  # the item's quote was verified
+    assert result.answer == items[0]["claim"]
+
+
+async def test_a_structured_answer_with_a_wrong_quote_fails_on_the_quote(farm: Farm) -> None:
+    url = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    items = [{"claim": "It was built in 1890.", "url": url, "quote": "completed the tower in 1890"}]
+    async with _guard(farm) as guard:
+        verdict = await guard.check(items)
+    assert verdict.citations[0].status is CitationStatus.PASSAGE_ALTERED  # 1889 on the page
+
+
+async def test_cli_reads_a_json_answer_as_structure(farm: Farm, tmp_path: Path) -> None:
+    url = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    path = tmp_path / "answer.json"
+    # read as prose, the quote marks of the JSON would become "quotes" and fail as missing
+    path.write_text(
+        json.dumps([{"claim": "The tower is 330 metres tall.", "url": url, "quote": "330 metres"}])
+    )
+    rc, out, err = await _cli(
+        "check",
+        str(path),
+        "--json",
+        "--allow-private",
+        "--entailment",
+        "none",
+        *_resolve(farm, "facts.example.com"),
+    )
+    assert rc == 0, (out, err)
+    verdict = json.loads(out)
+    assert [c["status"] for c in verdict["citations"]] == ["ok"]
+    assert verdict["citations"][0]["passage"]["matched_text"] == "330 metres"
+
+
+# --------------------------------------------------------------------------------------------
+# Reference-list entries nothing cites
+# --------------------------------------------------------------------------------------------
+
+
+async def test_a_broken_uncited_reference_is_a_finding_and_fails(farm: Farm) -> None:
+    good = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    dead = farm.add("gone.example.org", "/eiffel", status=404)
+    answer = f"The Eiffel Tower is 330 metres tall [1].\n\n[1] {good}\n[2] {dead}\n"
+    async with _guard(farm) as guard:
+        verdict = await guard.check(answer, question="How tall is the Eiffel Tower?")
+    assert [c.url for c in verdict.citations] == [good]  # not a citation of any claim
+    findings = verdict.axes["validity"].findings
+    broken = [f for f in findings if f.code == "uncited_reference_broken"]
+    assert [f.url for f in broken] == [dead]
+    assert "404" in broken[0].message
+    assert not verdict.passed
+    assert dead in verdict.offending_urls  # a regenerated answer leaves it out
+
+
+async def test_a_working_uncited_reference_only_warns(farm: Farm) -> None:
+    good = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    extra = farm.add("more.example.org", "/eiffel", body=PAGE)
+    answer = f"The Eiffel Tower is 330 metres tall [1].\n\n[1] {good}\n[2] {extra}\n"
+    async with _guard(farm) as guard:
+        verdict = await guard.check(answer, question="How tall is the Eiffel Tower?")
+    assert verdict.axes["validity"].passed
+    assert ("GET", "more.example.org", "/eiffel") in farm.requests or (
+        "HEAD",
+        "more.example.org",
+        "/eiffel",
+    ) in farm.requests  # it was checked
+
+
+# --------------------------------------------------------------------------------------------
+# Soft 404s
+# --------------------------------------------------------------------------------------------
+
+SOFT_404_PAGES = [
+    "<html><head><title>Page not found | Example News</title></head><body><nav>Home News"
+    "</nav><main><h1>Sorry</h1><p>Try the search box.</p></main></body></html>",
+    "<html><head><title>Example News</title></head><body><main><h1>Oops! We can't find that "
+    "page.</h1><p>It may have moved.</p></main></body></html>",
+    "<html><head><title>Error 404</title></head><body><p>Back to the homepage.</p></body></html>",
+    "<html><head><title>Seite nicht gefunden</title></head><body><p>Zur Startseite</p></body>"
+    "</html>",
+]
+
+
+async def test_a_200_page_that_says_not_found_is_a_soft_404(farm: Farm) -> None:
+    urls = [
+        farm.add("news.example.com", f"/story/{i}", body=b) for i, b in enumerate(SOFT_404_PAGES)
+    ]
+    answer = "".join(f"Claim number {i} is true [{i + 1}].\n" for i in range(len(urls)))
+    answer += "\n" + "".join(f"[{i + 1}] {u}\n" for i, u in enumerate(urls))
+    async with _guard(farm) as guard:
+        verdict = await guard.check(answer, question="What happened?")
+    assert [c.status for c in verdict.citations] == [CitationStatus.SOFT_404] * len(urls)
+    assert all("200" in c.reason for c in verdict.citations)
+    assert not verdict.passed
+    assert set(verdict.offending_urls) == set(urls)
+
+
+async def test_an_article_about_404_errors_is_not_a_soft_404(farm: Farm) -> None:
+    body = " ".join(["A 404 not found error means the server cannot find the page."] * 60)
+    page = (
+        "<html><head><title>What is a 404 not found error?</title></head>"
+        f"<body><article><p>{body}</p></article></body></html>"
+    )
+    url = farm.add("docs.example.net", "/404-errors", body=page)
+    answer = f'A 404 means "the server cannot find the page" [1].\n\n[1] {url}\n'
+    async with _guard(farm) as guard:
+        verdict = await guard.check(answer, question="What is a 404?")
+    assert verdict.citations[0].status is CitationStatus.OK
+
+
+CATCH_ALL = (
+    "<html><head><title>Example Shop</title></head><body><main><p>Welcome to Example Shop."
+    " Browse our latest offers.</p></main></body></html>"
+)
+
+
+async def test_a_page_equal_to_the_hosts_catch_all_is_a_soft_404(farm: Farm) -> None:
+    # the host answers every path, real or not, with the same page and a 200
+    farm.add("shop.example.co.uk", "*", body=CATCH_ALL)
+    real = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    farm.add("facts.example.com", "*", status=404, body="no such page")
+    cited = farm.url("shop.example.co.uk", "/2024/annual-report")
+    answer = (
+        "The Eiffel Tower is 330 metres tall [1]. The shop grew 40% in 2024 [2].\n\n"
+        f"[1] {real}\n[2] {cited}\n"
+    )
+    async with _guard(farm) as guard:
+        verdict = await guard.check(answer, question="How tall is the Eiffel Tower?")
+    status = {c.url: c.status for c in verdict.citations}
+    assert status == {real: CitationStatus.OK, cited: CitationStatus.SOFT_404}
+    probes = [
+        p for _m, h, p in farm.requests if h == "shop.example.co.uk" and p != "/2024/annual-report"
+    ]
+    assert len(set(probes)) == 1  # one made-up path per host
+
+
+async def test_the_catch_all_probe_can_be_switched_off(farm: Farm) -> None:
+    farm.add("shop.example.co.uk", "*", body=CATCH_ALL)
+    cited = farm.url("shop.example.co.uk", "/2024/annual-report")
+    fetch = FetchPolicy(
+        allow_private_addresses=True,
+        url_timeout=3.0,
+        answer_deadline=5.0,
+        retries=0,
+        soft_404_probe=False,
+    )
+    policy = Policy(fetch=fetch, entailment=EntailmentPolicy(backend="none"))
+    async with Guard(policy, resolver=farm.resolver, now=lambda: NOW) as guard:
+        verdict = await guard.check(f"The shop grew in 2024 [1].\n\n[1] {cited}\n")
+    assert verdict.citations[0].status is not CitationStatus.SOFT_404
+    assert farm.count("shop.example.co.uk") == len(
+        [r for r in farm.requests if r[2] == "/2024/annual-report"]
+    )
