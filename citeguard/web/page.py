@@ -788,14 +788,19 @@ def _month_number(word: str) -> int | None:
 # attributes longer), and it re-opens unclosed formatting elements in every new block (a 160 kB
 # page can become 5 million nodes). So before parsing, one linear pass reads the tokens as the
 # HTML tokenizer does (quoted attribute values, comments, raw text and script escapes, foreign
-# content) and models the stack of open elements conservatively: it closes an element only where
-# the tree builder certainly closes it too, so the real stack is never deeper than the model's
-# (bar the four levels a table row adds and the formatting elements a block re-opens, both
-# bounded). Only when a bound is passed is the document rewritten: start tags nested past the
-# depth bound, and formatting start tags past a small bound, are dropped with their end tags
-# (their text stays, in the deepest element kept); attributes past the attribute bound are
-# dropped; the document is cut at its size bound and before its token past the node bound. A
-# page within the bounds is parsed exactly as it came.
+# content, CDATA) and models the stack of open elements with the tree builder's rules for
+# closing: scopes, special elements, implied ends, foreign content, integration points. Where
+# the model cannot tell what the tree builder does, it keeps elements open: the real stack is
+# never deeper than the model's, bar the three levels a table adds (table sections, rows and
+# cells are not modelled), the formatting elements a block re-opens and what the model's own
+# safety nets allow (a close pops at most _MAX_POPS elements; after _MAX_UNSURE closes it
+# could not be sure of, the document is cut).
+#
+# Only when a bound is passed is the document rewritten: start tags nested past the depth
+# bound, and formatting start tags past a small bound, are dropped with their end tags (their
+# text stays, in the deepest element kept); attributes past the attribute bound are dropped; the
+# document is cut at its size bound and before its token past the node bound. A page within the
+# bounds is parsed exactly as it came.
 
 _ATTR = (
     r"[^\t\n\f\r />][^\t\n\f\r />=]*+"
@@ -813,47 +818,52 @@ _ATTR_PARTS_RE = re.compile(
 )
 _COMMENT_RE = re.compile(r"<!--(?:-?>|.*?--!?>)", re.S)
 _SCRIPT_STATE_RE = re.compile(r"<!--|-->|<(/?)script[\t\n\f\r />]", re.I)
-_ASCII_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-#: No end tag, or closed by the next sibling of their kind: not modelled as open (the tree
-#: builder nests these only inside modelled elements; a table row adds four levels).
+#: Not modelled as open: void elements, the document's roots, and elements the tree builder
+#: nests only inside modelled ones (a table section, row and cell: three levels per table; a
+#: paragraph or an option: one level per modelled element that can hold it).
 _UNMODELLED = _names(
     "area base basefont bgsound br col embed frame hr image img input keygen link meta param"
-    " source track wbr p li dt dd option optgroup rb rt rtc rp tr td th thead tbody tfoot"
-    " caption colgroup html head body"
+    " source track wbr html head body p option tr td th thead tbody tfoot caption colgroup"
 )
 _FORMATTING = _names("a b big code em font i nobr s small strike strong tt u")
 #: Formatting elements left open past this many are dropped: the tree builder re-opens each in
 #: every later block, so they multiply the tree (it keeps at most 3 identical ones).
 _MAX_OPEN_FORMATTING = 8
-#: End tags of these close up to a scope boundary; any other end tag stops at a special element
-#: too (the tree builder's "has an element in scope" and "any other end tag" rules).
+#: A close that would pop more elements than this is not believed (the model keeps them), and
+#: after this many closes the model could not be sure of, the rest of the document is cut.
+_MAX_POPS = 8
+_MAX_UNSURE = 128
+#: End tags closing up to a boundary of the default scope; li adds ol and ul, table has its own
+#: (table, template); every other end tag stops at a special element.
 _SCOPED_END = _names(
     "address article aside blockquote button center details dialog dir div dl fieldset"
     " figcaption figure footer header hgroup listing main menu nav ol pre search section summary"
-    " ul h* applet marquee object table template select svg math frameset"
+    " ul h* applet marquee object dd dt"
 )
-_SCOPE = _names("applet caption html table td th marquee object template select svg math")
+_SCOPE = _names("applet caption html table td th marquee object template")
+_FOREIGN_SCOPE = _names("^mi ^mo ^mn ^ms ^mtext ^annotation-xml ^foreignobject ^desc ^title")
 _SPECIAL = _SCOPE | _names(
     "address area article aside base basefont bgsound blockquote body br button center col"
     " colgroup dd details dir div dl dt embed fieldset figcaption figure footer form frame"
     " frameset h* head header hgroup hr iframe img input keygen li link listing main menu meta"
-    " nav noembed noframes noscript ol p param plaintext pre script search section source style"
-    " summary tbody textarea tfoot thead title tr track ul wbr xmp"
+    " nav noembed noframes noscript ol p param plaintext pre script search section select"
+    " source style summary tbody textarea tfoot thead title tr track ul wbr xmp"
 )
-#: Elements whose content the tokenizer reads as text, up to their end tag; noscript too when
-#: scripting is on, so it is always treated as uncertain.
-_RAW_TEXT = _names("script style textarea title xmp iframe noembed noframes noscript")
+#: Special elements that stop a new <li>, <dd> or <dt> from closing an open one.
+_ITEM_BARRIERS = (_SPECIAL - _names("address div p")) | _FOREIGN_SCOPE
+#: Elements whose content the tokenizer reads as text up to their end tag (lexbor parses
+#: without scripting, so <noscript> holds markup).
+_RAW_TEXT = _names("script style textarea title xmp iframe noembed noframes")
 _RAW_END_RES: dict[str, re.Pattern[str]] = {
     name: re.compile(rf"</{name}[\t\n\f\r />]", re.I) for name in _RAW_TEXT
 }
-#: Foreign (SVG, MathML) elements whose content is HTML again (annotation-xml only with an
-#: HTML encoding, see _html_inside).
+#: Foreign elements whose content is HTML again (annotation-xml only with an HTML encoding).
 _INTEGRATION_POINTS = _names("foreignobject desc title mi mo mn ms mtext")
 #: HTML start tags that end foreign content (font only with color, face or size).
 _BREAKOUT = _names(
@@ -861,6 +871,8 @@ _BREAKOUT = _names(
     " li listing menu meta nobr ol p pre ruby s small span strong strike sub sup table tt u ul var"
 )
 _HEADINGS = _names("h1 h2 h3 h4 h5 h6")
+# the mark lists an open element belongs to (indexes into the model's marks)
+_SCOPE_M, _LIST_M, _TABLE_M, _SPECIAL_M, _ITEM_M, _HTML_M = range(6)
 
 
 def _attr_values(attrs: str) -> Iterator[tuple[str, str]]:
@@ -885,6 +897,16 @@ def _html_inside(name: str, attrs: str) -> bool:
         key == "encoding" and value.lower() in ("text/html", "application/xhtml+xml")
         for key, value in _attr_values(attrs)
     )
+
+
+def _self_closing(attrs: str) -> bool:
+    """Whether a tag's attributes end in the self-closing flag (a "/" not inside a value)."""
+    if not attrs.endswith("/"):
+        return False
+    final = None
+    for final in _ATTR_RE.finditer(attrs):  # noqa: B007 - the last attribute is wanted
+        pass
+    return final is None or final.end() < len(attrs) or "=" not in final.group()
 
 
 def _script_end(html: str, pos: int) -> int:
@@ -913,13 +935,11 @@ def _script_end(html: str, pos: int) -> int:
             state = 2
 
 
-_UNMODELLED_F, _RAW_F, _FORMATTING_F, _SCOPED_END_F, _SCOPE_F, _SPECIAL_F, _BREAKOUT_F = (
-    1 << i for i in range(7)
-)
+_UNMODELLED_F, _RAW_F, _FORMATTING_F, _SCOPED_END_F, _BREAKOUT_F = (1 << i for i in range(5))
 
 
 def _name_info(name: str) -> tuple[str, int]:
-    """(the name the model keys the element by, its _*_F flags)."""
+    """(the name the model keys an HTML element by, its _*_F flags)."""
     key = "h*" if name in _HEADINGS else name
     flags = 0
     for names, flag in (
@@ -927,8 +947,6 @@ def _name_info(name: str) -> tuple[str, int]:
         (_RAW_TEXT, _RAW_F),
         (_FORMATTING, _FORMATTING_F),
         (_SCOPED_END, _SCOPED_END_F),
-        (_SCOPE, _SCOPE_F),
-        (_SPECIAL, _SPECIAL_F),
         (_BREAKOUT, _BREAKOUT_F),
     ):
         if key in names or name in names:
@@ -936,9 +954,40 @@ def _name_info(name: str) -> tuple[str, int]:
     return key, flags
 
 
-def _select_or_frameset(positions: Mapping[str, list[int]]) -> bool:
-    """Whether the tree builder may be in a mode that ignores raw text and plaintext tags."""
-    return bool(positions.get("select") or positions.get("frameset"))
+def _marks_of(key: str, kind: int) -> tuple[int, ...]:
+    """The mark lists an element opened with ``key`` and ``kind`` joins."""
+    if kind:  # foreign ("^name")
+        out = [_SCOPE_M, _SPECIAL_M, _ITEM_M] if key in _FOREIGN_SCOPE else []
+        return tuple(out)
+    out = [_HTML_M]
+    if key in _SCOPE:
+        out.append(_SCOPE_M)
+    if key in ("ol", "ul"):
+        out.append(_LIST_M)
+    if key in ("table", "template"):
+        out.append(_TABLE_M)
+    if key in _SPECIAL:
+        out.append(_SPECIAL_M)
+    if key in _ITEM_BARRIERS:
+        out.append(_ITEM_M)
+    return tuple(out)
+
+
+# lexbor's cost grows with the square of the nesting depth and of one element's attribute
+# count (measured: 4,000 nested <div> 10 ms, 4,000 attributes on one tag 18 ms; 20,000: 0.6 s
+# and 1 s). A document with at most this many "<" and "=" cannot be deeper or hold more
+# attributes than that, so it is parsed as it is; 98.5% of the shared real pages are. Larger
+# documents go through :func:`_bound_html` (a linear pass, ~3-5 ms per page in Python).
+_PARSE_AS_IS_MARKS = 4_000
+
+
+def _small_enough(html: str, policy: FetchPolicy) -> bool:
+    """Whether ``html`` is too small for any bound to matter (counted at C speed)."""
+    return (
+        len(html) <= policy.max_html_chars
+        and html.count("<") <= min(_PARSE_AS_IS_MARKS, policy.max_html_nodes)
+        and html.count("=") <= _PARSE_AS_IS_MARKS
+    )
 
 
 def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
@@ -951,23 +1000,25 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
         policy.max_html_attributes,
         policy.max_html_nodes,
     )
+    attrs_check = 2 * max_attrs  # only longer attributes can hold more than max_attrs
     edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in document order
-    infos: dict[str, tuple[str, int]] = {}
-    # the model: open elements (key, kind: 0 HTML, 1 foreign, 2 foreign holding HTML), where
-    # each key sits, the scope boundaries and special elements among them, and fences: parts
-    # the tokenizer may read as text, inside which nothing closes what was open before them
+    infos: dict[str, tuple[str, int, str, tuple[int, ...]]] = {}  # key, flags, lower, marks
+    foreign_marks: dict[tuple[str, int], tuple[int, ...]] = {}
+    # the model: open elements (key, kind: 0 HTML, 1 foreign, 2 foreign holding HTML; foreign
+    # keys are "^" + name), where each key sits, the marks (see _marks_of), and fences: parts the
+    # tokenizer may read as text, inside which nothing closes what was open before them
     keys: list[str] = []
     kinds: list[int] = []
+    joined: list[tuple[int, ...]] = []
     positions: dict[str, list[int]] = {}
-    scope_marks: list[int] = []
-    special_marks: list[int] = []
+    marks: tuple[list[int], ...] = ([], [], [], [], [], [])
     fences: list[tuple[int, int]] = []  # (lowest index a close may pop, where the part ends)
     dropped: dict[str, int] = {}  # start tags dropped past a bound, by key
     formatting: dict[str, int] = {}  # formatting start tags not yet closed by an end tag
     open_formatting = 0
     roots: set[str] = set()  # <html>/<body> seen: a repeat only merges its attributes
     merged = 0  # attributes that repeated <html>/<body> tags merged
-    attrs_check = 2 * max_attrs  # only longer attributes can hold more than max_attrs
+    unsure = 0  # closes the model could not be sure of
     tokens = 0
     end = len(html)
     pos = 0
@@ -988,6 +1039,13 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
         nexts[what] = (start, found)
         return found
 
+    def floor() -> int:
+        # closes never pop below the floor, so each fence's floor is at least the one before:
+        # the last fence still open holds the highest
+        while fences and fences[-1][1] <= pos:
+            fences.pop()
+        return fences[-1][0] if fences else 0
+
     def fenced() -> bool:
         """Whether ``pos`` lies in a part the tokenizer may read as text."""
         floor()
@@ -999,24 +1057,64 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
         goes on if it read the part as text; elsewhere nowhere (-1): the document ends here."""
         return min((e for _, e in fences if e > pos), default=-1) if fenced() else -1
 
-    def floor() -> int:
-        # closes never pop below the floor, so each fence's floor is at least the one before:
-        # the last fence still open holds the highest
-        while fences and fences[-1][1] <= pos:
-            fences.pop()
-        return fences[-1][0] if fences else 0
+    def last(m: int) -> int:
+        lst = marks[m]
+        return lst[-1] if lst else -1
 
-    def pop_to(i: int) -> None:
+    def push(key: str, kind: int, into: tuple[int, ...]) -> None:
+        i = len(keys)
+        keys.append(key)
+        kinds.append(kind)
+        where = positions.get(key)
+        if where is None:
+            positions[key] = [i]
+        else:
+            where.append(i)
+        joined.append(into)
+        for m in into:
+            marks[m].append(i)
+
+    def pop_to(i: int) -> bool:
+        """Close the element at ``i`` and everything above it, if the model may: never below a
+        fence, never more than _MAX_POPS at once (not believed: counted as unsure)."""
+        nonlocal unsure
+        if (fences and i < floor()) or len(keys) - i > _MAX_POPS:
+            unsure += 1
+            return False
+        if i == len(keys) - 1:  # the usual case: the current element closes
+            positions[keys.pop()].pop()
+            kinds.pop()
+            for m in joined.pop():
+                marks[m].pop()
+            return True
         while len(keys) > i:
             positions[keys.pop()].pop()
             kinds.pop()
-        while scope_marks and scope_marks[-1] >= i:
-            scope_marks.pop()
-        while special_marks and special_marks[-1] >= i:
-            special_marks.pop()
+            for m in joined.pop():
+                marks[m].pop()
+        return True
+
+    def close(key: str, scope: int) -> bool:
+        """Close the HTML element ``key`` if it is open and no boundary of ``scope`` (a mark
+        list, or -1 for none) stands above it."""
+        nonlocal unsure
+        where = positions.get(key)
+        if not where:
+            return False
+        i = where[-1]
+        if kinds[i]:
+            return False  # the newest element of that name is foreign: not an HTML one
+        floor_at = max(last(scope), last(_LIST_M) if key == "li" else -1) if scope >= 0 else -1
+        if i < floor_at:
+            unsure += 1  # the tree builder ignores it, unless the boundary is stale
+            return False
+        return pop_to(i)
 
     search = _TOKEN_RE.search
     while True:
+        if unsure > _MAX_UNSURE:
+            end, cut = pos, True  # the model has lost track: no deeper tree past here
+            break
         m = search(html, pos)
         if m is None:
             break
@@ -1028,8 +1126,8 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
         slash, raw_name, attrs, comment, unclosed = m.groups()
         if raw_name is None:
             c = _COMMENT_RE.match(html, at) if comment else None  # "<!--"
-            close = -1 if comment or unclosed else html.find(">", at)
-            if c is None and close < 0:
+            close_at = -1 if comment or unclosed else html.find(">", at)
+            if c is None and close_at < 0:
                 # an unterminated comment, tag or doctype: the rest is inside it
                 pos = resume()
                 if pos < 0:
@@ -1038,7 +1136,7 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
             if c is not None:
                 pos = c.end()
                 continue
-            pos = close + 1  # a bogus comment, a doctype, a processing instruction
+            pos = close_at + 1  # a bogus comment, a doctype, a processing instruction
             if html.startswith("<![CDATA[", at):
                 # text up to "]]>" in foreign content, a bogus comment up to ">" elsewhere: read
                 # what follows the ">" as markup that closes nothing open before it
@@ -1048,36 +1146,52 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
         pos = m.end()
         info = infos.get(raw_name)
         if info is None:
-            info = infos[raw_name] = _name_info(raw_name.lower())
-        key, flags = info
+            lower = raw_name.lower()
+            key, flags = _name_info(lower)
+            info = infos[raw_name] = (key, flags, lower, _marks_of(key, 0))
+        key, flags, lower, html_marks = info
+        foreign = bool(kinds) and kinds[-1] != 0
         if slash:  # an end tag
             if dropped and dropped.get(key):
                 dropped[key] -= 1
                 edits.append((at, pos, ""))
                 continue
+            if foreign:
+                # foreign content: the newest foreign element of that name closes when no HTML
+                # element stands above it; otherwise the HTML rules apply
+                where = positions.get("^" + lower)
+                if where and where[-1] > last(_HTML_M):
+                    if pop_to(where[-1]) and dropped:
+                        dropped.clear()
+                    continue
+                if lower in ("p", "br"):  # they end foreign content first
+                    lowest = floor() if fences else 0
+                    while len(keys) > lowest and kinds[-1] == 1:
+                        pop_to(len(keys) - 1)
             if flags & _FORMATTING_F and formatting.get(key):
                 formatting[key] -= 1
                 open_formatting -= 1
-            where = positions.get(key)
-            if not where:
-                continue
-            i = where[-1]
-            marks = scope_marks if flags & _SCOPED_END_F else special_marks
-            if (marks and i < marks[-1]) or (fences and i < floor()):
-                continue  # a boundary stands between: the end tag may be ignored
-            if key == "form" and i != len(keys) - 1:
-                continue  # </form> removes only the form: the model keeps what it held
-            if i == len(keys) - 1:  # the usual case: the current element closes
-                keys.pop()
-                kinds.pop()
-                where.pop()
-                if scope_marks and scope_marks[-1] == i:
-                    scope_marks.pop()
-                if special_marks and special_marks[-1] == i:
-                    special_marks.pop()
+            if key in ("form", "frameset"):
+                # </form> removes only the form, </frameset> pops only the current node: the
+                # model closes them only when they are the current node
+                current = bool(keys) and keys[-1] == key and kinds[-1] == 0
+                closed = current and pop_to(len(keys) - 1)
+            elif key == "select":
+                # select scope: only option and optgroup elements may stand above it
+                at_select = positions["select"][-1] if positions.get("select") else -1
+                closed = at_select >= 0 and all(k == "optgroup" for k in keys[at_select + 1 :])
+                closed = closed and pop_to(at_select)
+            elif key == "template":
+                closed = close("template", -1)
+            elif key == "table":
+                closed = close("table", _TABLE_M)
+            elif key == "li":
+                closed = close("li", _SCOPE_M)
+            elif flags & _SCOPED_END_F:
+                closed = close(key, _SCOPE_M)
             else:
-                pop_to(i)
-            if dropped:
+                closed = close(key, _SPECIAL_M)
+            if closed and dropped:
                 dropped.clear()  # every element dropped was inside the one just closed
             continue
         if len(attrs) > attrs_check:
@@ -1086,7 +1200,7 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
                     attrs = attrs[: a.start()]  # what the tree builder will read
                     edits.append((at, pos, f"<{raw_name}{attrs}>"))
                     break
-        foreign = bool(kinds) and kinds[-1] == 1
+        foreign = bool(kinds) and kinds[-1] == 1  # an integration point holds HTML
         breakout = foreign and bool(
             flags & _BREAKOUT_F
             or (
@@ -1094,13 +1208,20 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
                 and any(k in ("color", "face", "size") for k, _ in _attr_values(attrs))
             )
         )
+        in_html = not foreign or breakout
         # certain: the tree builder reads this as HTML in body, outside any part that may be
         # text (only then is a raw text element surely read as text, plaintext surely final)
-        in_html = not foreign or breakout
-        certain = in_html and not _select_or_frameset(positions) and not fenced()
-        leaf = bool(flags & _UNMODELLED_F) if in_html else False
-        if certain and ((flags & _RAW_F and key != "noscript") or key == "plaintext"):
+        certain = (
+            in_html
+            and not positions.get("select")
+            and not positions.get("frameset")
+            and not (fences and fenced())
+        )
+        leaf = bool(flags & _UNMODELLED_F) if in_html else _self_closing(attrs)
+        if certain and (flags & _RAW_F or key == "plaintext"):
             leaf = True
+        if in_html and key in ("svg", "math") and _self_closing(attrs):
+            leaf = True  # "<svg/>" closes at once
         if not leaf:
             # dropped whole, before any of its effects: what follows must be read as the tree
             # builder will read the document without it
@@ -1116,10 +1237,12 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
         if breakout:  # foreign elements close up to an HTML element or an integration point
             lowest = floor() if fences else 0
             while len(keys) > lowest and kinds[-1] == 1:
-                pop_to(len(keys) - 1)
-            foreign = bool(kinds) and kinds[-1] == 1
-        if flags & _RAW_F:
-            if certain and key != "noscript":
+                if not pop_to(len(keys) - 1):
+                    break
+            if kinds and kinds[-1] == 1:
+                unsure += 1  # a fence kept foreign content open that the tree builder left
+        if flags & _RAW_F and in_html:
+            if certain:
                 raw_end = _script_end(html, pos) if key == "script" else next_of(key, pos)
                 if raw_end < 0:
                     break  # text to the end of the document
@@ -1132,7 +1255,7 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
             if raw_end < 0 or (key == "script" and 0 <= next_of("<!--", pos) < raw_end):
                 raw_end = end
             fences.append((len(keys), raw_end))
-        elif not foreign:
+        if in_html:  # an HTML element, whatever foreign content a fence kept open
             if key in ("html", "body"):
                 # a repeated <html>/<body> adds its attributes to the first one (checking each
                 # against every attribute already there): bounded like one element's
@@ -1145,38 +1268,41 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
                 roots.add(key)
             if key == "plaintext" and certain:
                 break  # text to the end of the document
-            if flags & _UNMODELLED_F:
+            if leaf:
                 continue
-        if flags & _FORMATTING_F and not foreign:
-            formatting[key] = formatting.get(key, 0) + 1
-            open_formatting += 1
-        i = len(keys)
-        if foreign or key in ("svg", "math"):
-            kind = 2 if foreign and _html_inside(key, attrs) else 1
-        else:
-            kind = 0
-        keys.append(key)
-        kinds.append(kind)
-        where = positions.get(key)
-        if where is None:
-            positions[key] = [i]
-        else:
-            where.append(i)
-        if (kind == 0 and flags & _SCOPE_F) or kind == 2 or key in ("svg", "math"):
-            scope_marks.append(i)
-        if (kind == 0 and flags & _SPECIAL_F) or kind == 2:
-            special_marks.append(i)
+            if key in ("li", "dd", "dt"):
+                # a new item closes the open one of its kind, unless a special element other
+                # than address, div or p stands between
+                same = ("li",) if key == "li" else ("dd", "dt")
+                target = max((positions[k][-1] for k in same if positions.get(k)), default=-1)
+                if target >= 0 and not kinds[target] and target >= last(_ITEM_M):
+                    pop_to(target)
+            elif key == "h*" and keys and keys[-1] == "h*" and not kinds[-1]:
+                pop_to(len(keys) - 1)  # a heading closes a heading that is the current node
+            if key in ("svg", "math"):
+                push("^" + key, 1, ())  # foreign content begins
+                continue
+            if flags & _FORMATTING_F:
+                formatting[key] = formatting.get(key, 0) + 1
+                open_formatting += 1
+            push(key, 0, html_marks)
+        elif not leaf:
+            kind = 2 if _html_inside(lower, attrs) else 1
+            into = foreign_marks.get((lower, kind))
+            if into is None:
+                into = foreign_marks[(lower, kind)] = _marks_of("^" + lower, kind)
+            push("^" + lower, kind, into)
     if not edits and not cut:
         return html, False
     pieces: list[str] = []
-    last = 0
+    last_end = 0
     for start, stop, replacement in edits:
         if start >= end:
             break
-        pieces.append(html[last:start])
+        pieces.append(html[last_end:start])
         pieces.append(replacement)
-        last = stop
-    pieces.append(html[last:end])
+        last_end = stop
+    pieces.append(html[last_end:end])
     return "".join(pieces), True
 
 
@@ -1714,7 +1840,10 @@ def _extract_html(
     limits: FetchPolicy | None = None,
 ) -> Page:
     limits = limits or _DEFAULT_LIMITS
-    html, bounded = _bound_html(html, limits)
+    if _small_enough(html, limits):
+        bounded = False  # the parser's worst case on this little markup is a few ms
+    else:
+        html, bounded = _bound_html(html, limits)
     if bounded:
         utf8_body = None  # the bounded text is what gets parsed, not the body
     # lexbor reads UTF-8 bytes natively; handing it the body saves re-encoding the str
