@@ -125,7 +125,8 @@ class Guard:
                 self.policy,
                 JudgeFreshnessClassifier,
                 self.policy.freshness.enabled and self.policy.freshness.use_judge,
-            )
+            ),
+            model="default" if self.policy.freshness.regime_model else None,
         )
 
     # ------------------------------------------------------------------ lifecycle

@@ -824,12 +824,18 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-#: Not modelled as open: void elements, the document's roots, and elements the tree builder
-#: nests only inside modelled ones (a table section, row and cell: three levels per table; a
-#: paragraph or an option: one level per modelled element that can hold it).
+#: Not modelled as open: void elements, the document's roots, and the parts of a table, which
+#: the tree builder nests only inside a table (three levels per table: section, row, cell).
 _UNMODELLED = _names(
     "area base basefont bgsound br col embed frame hr image img input keygen link meta param"
-    " source track wbr html head body p option tr td th thead tbody tfoot caption colgroup"
+    " source track wbr html head body tr td th thead tbody tfoot caption colgroup"
+)
+#: Start tags that close an open <p> first (in button scope; <table> only in no-quirks mode,
+#: which the model cannot know, so it keeps the <p>).
+_CLOSES_P = _names(
+    "address article aside blockquote center details dialog dir div dl fieldset figcaption"
+    " figure footer header hgroup main menu nav ol p search section summary ul h* pre listing"
+    " form li dd dt plaintext xmp hr"
 )
 _FORMATTING = _names("a b big code em font i nobr s small strike strong tt u")
 #: Formatting elements left open past this many are dropped: the tree builder re-opens each in
@@ -847,7 +853,9 @@ _SCOPED_END = _names(
     " ul h* applet marquee object dd dt"
 )
 _SCOPE = _names("applet caption html table td th marquee object template")
-_FOREIGN_SCOPE = _names("^mi ^mo ^mn ^ms ^mtext ^annotation-xml ^foreignobject ^desc ^title")
+_SVG_SCOPE = _names("^foreignobject ^desc ^title")
+_MATH_SCOPE = _names("^mi ^mo ^mn ^ms ^mtext ^annotation-xml")
+_FOREIGN_SCOPE = _SVG_SCOPE | _MATH_SCOPE
 _SPECIAL = _SCOPE | _names(
     "address area article aside base basefont bgsound blockquote body br button center col"
     " colgroup dd details dir div dl dt embed fieldset figcaption figure footer form frame"
@@ -863,8 +871,10 @@ _RAW_TEXT = _names("script style textarea title xmp iframe noembed noframes")
 _RAW_END_RES: dict[str, re.Pattern[str]] = {
     name: re.compile(rf"</{name}[\t\n\f\r />]", re.I) for name in _RAW_TEXT
 }
-#: Foreign elements whose content is HTML again (annotation-xml only with an HTML encoding).
-_INTEGRATION_POINTS = _names("foreignobject desc title mi mo mn ms mtext")
+#: Foreign elements whose content is HTML again: SVG's, and MathML's (annotation-xml only with
+#: an HTML encoding).
+_SVG_INTEGRATION = _names("foreignobject desc title")
+_MATH_INTEGRATION = _names("mi mo mn ms mtext")
 #: HTML start tags that end foreign content (font only with color, face or size).
 _BREAKOUT = _names(
     "b big blockquote body br center code dd div dl dt em embed h1 h2 h3 h4 h5 h6 head hr i img"
@@ -872,7 +882,9 @@ _BREAKOUT = _names(
 )
 _HEADINGS = _names("h1 h2 h3 h4 h5 h6")
 # the mark lists an open element belongs to (indexes into the model's marks)
-_SCOPE_M, _LIST_M, _TABLE_M, _SPECIAL_M, _ITEM_M, _HTML_M = range(6)
+_SCOPE_M, _LIST_M, _TABLE_M, _SPECIAL_M, _ITEM_M, _HTML_M, _BUTTON_M, _FMT_M = range(8)
+# kinds of open element: HTML, SVG, an SVG element holding HTML, MathML, a MathML one holding it
+_HTML, _SVG, _SVG_HTML, _MATH, _MATH_HTML = range(5)
 
 
 def _attr_values(attrs: str) -> Iterator[tuple[str, str]]:
@@ -887,16 +899,17 @@ def _attr_values(attrs: str) -> Iterator[tuple[str, str]]:
         yield parts.group(1).lower(), value
 
 
-def _html_inside(name: str, attrs: str) -> bool:
-    """Whether a foreign element's content is HTML (an integration point)."""
-    if name in _INTEGRATION_POINTS:
-        return True
-    if name != "annotation-xml" or "encoding" not in attrs.lower():
-        return False
-    return any(
-        key == "encoding" and value.lower() in ("text/html", "application/xhtml+xml")
-        for key, value in _attr_values(attrs)
-    )
+def _foreign_kind(name: str, attrs: str, math: bool) -> int:
+    """The kind of a new foreign element: SVG or MathML, holding HTML or not."""
+    if not math:
+        return _SVG_HTML if name in _SVG_INTEGRATION else _SVG
+    if name in _MATH_INTEGRATION:
+        return _MATH_HTML
+    if name == "annotation-xml" and "encoding" in attrs.lower():
+        for key, value in _attr_values(attrs):
+            if key == "encoding" and value.lower() in ("text/html", "application/xhtml+xml"):
+                return _MATH_HTML
+    return _MATH
 
 
 def _self_closing(attrs: str) -> bool:
@@ -956,10 +969,14 @@ def _name_info(name: str) -> tuple[str, int]:
 
 def _marks_of(key: str, kind: int) -> tuple[int, ...]:
     """The mark lists an element opened with ``key`` and ``kind`` joins."""
-    if kind:  # foreign ("^name")
-        out = [_SCOPE_M, _SPECIAL_M, _ITEM_M] if key in _FOREIGN_SCOPE else []
-        return tuple(out)
+    if kind:  # foreign ("^name"): the scope boundaries of its namespace
+        scoped = _SVG_SCOPE if kind in (_SVG, _SVG_HTML) else _MATH_SCOPE
+        return (_SCOPE_M, _SPECIAL_M, _ITEM_M) if key in scoped else ()
     out = [_HTML_M]
+    if key == "button":
+        out.append(_BUTTON_M)
+    if key in _FORMATTING:
+        out.append(_FMT_M)
     if key in _SCOPE:
         out.append(_SCOPE_M)
     if key in ("ol", "ul"):
@@ -975,19 +992,44 @@ def _marks_of(key: str, kind: int) -> tuple[int, ...]:
 
 # lexbor's cost grows with the square of the nesting depth and of one element's attribute
 # count (measured: 4,000 nested <div> 10 ms, 4,000 attributes on one tag 18 ms; 20,000: 0.6 s
-# and 1 s). A document with at most this many "<" and "=" cannot be deeper or hold more
-# attributes than that, so it is parsed as it is; 98.5% of the shared real pages are. Larger
-# documents go through :func:`_bound_html` (a linear pass, ~3-5 ms per page in Python).
-_PARSE_AS_IS_MARKS = 4_000
+# and 1 s). A document that provably stays small on every axis is parsed as it is, skipping
+# :func:`_bound_html` (a linear pass, ~1.5 ms per page in Python): at most _PARSE_AS_IS_TAGS
+# "<" (so no deeper than that), no element with max_html_attributes attributes or more (an
+# attribute needs no "=": one tag of 50,000 bare names took 19 s), little text per level of
+# depth (the main-text pass reads an element's text once per nested candidate), few formatting
+# tags per tag (each can be re-opened in every later block) and few repeated <html>/<body>
+# tags (each merges its attributes into the first). Checked at C speed; 70% of the shared real
+# pages pass.
+_PARSE_AS_IS_TAGS = 4_000
+_PARSE_AS_IS_TEXT_WORK = 1_000_000_000  # "<" x characters
+_PARSE_AS_IS_REOPEN_WORK = 500_000  # formatting start tags x "<"
+_PARSE_AS_IS_ROOTS = 64
+_FORMATTING_START_RE = re.compile(
+    r"<(?:b|big|code|em|font|i|nobr|s|small|strike|strong|tt|u)[\t\n\f\r />]", re.I
+)
+_ROOT_START_RE = re.compile(r"<(?:html|body)[\t\n\f\r />]", re.I)
+
+
+def _many_attributes_re(count: int) -> re.Pattern[str]:
+    """A tag with at least ``count`` attributes, read as the tokenizer reads them (re caches
+    the compiled pattern)."""
+    return re.compile(r"<[A-Za-z][^\t\n\f\r />]*+(?:[\t\n\f\r /]*+" + _ATTR + f"){{{count}}}")
 
 
 def _small_enough(html: str, policy: FetchPolicy) -> bool:
     """Whether ``html`` is too small for any bound to matter (counted at C speed)."""
-    return (
-        len(html) <= policy.max_html_chars
-        and html.count("<") <= min(_PARSE_AS_IS_MARKS, policy.max_html_nodes)
-        and html.count("=") <= _PARSE_AS_IS_MARKS
-    )
+    tags = html.count("<")
+    if (
+        len(html) > policy.max_html_chars
+        or tags > min(_PARSE_AS_IS_TAGS, policy.max_html_nodes, 16 * policy.max_html_depth)
+        or tags * len(html) > _PARSE_AS_IS_TEXT_WORK
+    ):
+        return False
+    if len(_FORMATTING_START_RE.findall(html)) * tags > _PARSE_AS_IS_REOPEN_WORK:
+        return False
+    if len(_ROOT_START_RE.findall(html)) > _PARSE_AS_IS_ROOTS:
+        return False
+    return _many_attributes_re(policy.max_html_attributes).search(html) is None
 
 
 def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
@@ -1011,7 +1053,7 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
     kinds: list[int] = []
     joined: list[tuple[int, ...]] = []
     positions: dict[str, list[int]] = {}
-    marks: tuple[list[int], ...] = ([], [], [], [], [], [])
+    marks: tuple[list[int], ...] = ([], [], [], [], [], [], [], [])
     fences: list[tuple[int, int]] = []  # (lowest index a close may pop, where the part ends)
     dropped: dict[str, int] = {}  # start tags dropped past a bound, by key
     formatting: dict[str, int] = {}  # formatting start tags not yet closed by an end tag
@@ -1150,13 +1192,15 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
             key, flags = _name_info(lower)
             info = infos[raw_name] = (key, flags, lower, _marks_of(key, 0))
         key, flags, lower, html_marks = info
-        foreign = bool(kinds) and kinds[-1] != 0
+        # formatting elements the tree builder may re-open at any point (left open, not on the
+        # stack): the current node may be one of them, so nothing is closed for being current
+        reopens = open_formatting > len(marks[_FMT_M])
         if slash:  # an end tag
             if dropped and dropped.get(key):
                 dropped[key] -= 1
                 edits.append((at, pos, ""))
                 continue
-            if foreign:
+            if kinds and kinds[-1] and not reopens:
                 # foreign content: the newest foreign element of that name closes when no HTML
                 # element stands above it; otherwise the HTML rules apply
                 where = positions.get("^" + lower)
@@ -1166,8 +1210,9 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
                     continue
                 if lower in ("p", "br"):  # they end foreign content first
                     lowest = floor() if fences else 0
-                    while len(keys) > lowest and kinds[-1] == 1:
-                        pop_to(len(keys) - 1)
+                    while len(keys) > lowest and kinds[-1] in (_SVG, _MATH):
+                        if not pop_to(len(keys) - 1):
+                            break
             if flags & _FORMATTING_F and formatting.get(key):
                 formatting[key] -= 1
                 open_formatting -= 1
@@ -1187,6 +1232,8 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
                 closed = close("table", _TABLE_M)
             elif key == "li":
                 closed = close("li", _SCOPE_M)
+            elif key == "p":
+                closed = close("p", _BUTTON_M)
             elif flags & _SCOPED_END_F:
                 closed = close(key, _SCOPE_M)
             else:
@@ -1200,7 +1247,14 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
                     attrs = attrs[: a.start()]  # what the tree builder will read
                     edits.append((at, pos, f"<{raw_name}{attrs}>"))
                     break
-        foreign = bool(kinds) and kinds[-1] == 1  # an integration point holds HTML
+        # foreign content: the current node is SVG or MathML, not an integration point (there
+        # HTML rules apply; MathML's text ones keep mglyph and malignmark foreign)
+        top = kinds[-1] if kinds else _HTML
+        foreign = top in (_SVG, _MATH)
+        if top == _MATH_HTML and lower in ("mglyph", "malignmark"):
+            foreign = True
+        if top == _MATH and lower == "svg" and keys[-1] == "^annotation-xml":
+            foreign = False  # <svg> in annotation-xml starts SVG, by the HTML rules
         breakout = foreign and bool(
             flags & _BREAKOUT_F
             or (
@@ -1236,10 +1290,10 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
                 continue
         if breakout:  # foreign elements close up to an HTML element or an integration point
             lowest = floor() if fences else 0
-            while len(keys) > lowest and kinds[-1] == 1:
+            while len(keys) > lowest and kinds[-1] in (_SVG, _MATH):
                 if not pop_to(len(keys) - 1):
                     break
-            if kinds and kinds[-1] == 1:
+            if kinds and kinds[-1] in (_SVG, _MATH):
                 unsure += 1  # a fence kept foreign content open that the tree builder left
         if flags & _RAW_F and in_html:
             if certain:
@@ -1275,19 +1329,30 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
                 # than address, div or p stands between
                 same = ("li",) if key == "li" else ("dd", "dt")
                 target = max((positions[k][-1] for k in same if positions.get(k)), default=-1)
-                if target >= 0 and not kinds[target] and target >= last(_ITEM_M):
+                if target >= 0 and target >= last(_ITEM_M):
                     pop_to(target)
-            elif key == "h*" and keys and keys[-1] == "h*" and not kinds[-1]:
+            if key in _CLOSES_P and positions.get("p"):
+                # an open <p> in button scope closes first
+                at_p = positions["p"][-1]
+                if at_p > max(last(_SCOPE_M), last(_BUTTON_M)):
+                    pop_to(at_p)
+            current_key = ""
+            if keys and kinds[-1] == _HTML and not reopens:
+                current_key = keys[-1]
+            if key == "h*" and current_key == "h*":
                 pop_to(len(keys) - 1)  # a heading closes a heading that is the current node
+            elif key in ("option", "optgroup") and current_key == "option":
+                pop_to(len(keys) - 1)  # so does an option an option
             if key in ("svg", "math"):
-                push("^" + key, 1, ())  # foreign content begins
+                kind = _SVG if key == "svg" else _MATH
+                push("^" + key, kind, ())  # foreign content begins
                 continue
             if flags & _FORMATTING_F:
                 formatting[key] = formatting.get(key, 0) + 1
                 open_formatting += 1
             push(key, 0, html_marks)
         elif not leaf:
-            kind = 2 if _html_inside(lower, attrs) else 1
+            kind = _foreign_kind(lower, attrs, top in (_MATH, _MATH_HTML))
             into = foreign_marks.get((lower, kind))
             if into is None:
                 into = foreign_marks[(lower, kind)] = _marks_of("^" + lower, kind)

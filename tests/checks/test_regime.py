@@ -304,3 +304,14 @@ def test_shipped_model_calls_present_anchored_wikidata_questions_slow() -> None:
     slow = sum(clf.classify_sync(r["question"], now=now).regime is Regime.SLOW for r in rows)
     rules = sum(classify_freshness(r["question"], now=now).regime is Regime.SLOW for r in rows)
     assert slow > rules and slow >= 0.5 * len(rows), (slow, rules, len(rows))
+
+
+async def test_the_guard_uses_the_rules_unless_the_policy_asks_for_the_model() -> None:
+    from citeguard import FreshnessPolicy, Guard, Policy
+
+    plain = Guard(Policy())
+    assert plain._regimes._model is None  # the default: rules (see FreshnessPolicy.regime_model)
+    await plain.aclose()
+    learned = Guard(Policy(freshness=FreshnessPolicy(regime_model=True)))
+    assert isinstance(learned._regimes._model, LearnedRegimeClassifier)
+    await learned.aclose()
