@@ -125,7 +125,7 @@ def clean_claim(text: str) -> str:
     text = _CITATION_MARKER.sub("", text)
     text = _MARKDOWN.sub("", text)
     # Removing markers leaves ", as stated in." remnants and doubled spaces before punctuation.
-    text = re.sub(r"\s+([.,;:!?])", r"\1", text)
+    text = re.sub(r"(?<!\s)\s+([.,;:!?])", r"\1", text)  # linear: each run is tried once
     return fold_whitespace(text)
 
 

@@ -449,7 +449,7 @@ async def check_validity(
     pages = {u: e.page for u, e in extracted.items()}
     findings: list[Finding] = list(answer.findings)
     url_status: dict[str, tuple[CitationStatus, str]] = {}
-    url_claims: dict[str, list[int]] = {}
+    url_claims: dict[str, dict[int, None]] = {}
     raw_url: dict[str, str] = {}
     normalized = {c.normalized_url for c in answer.citations if c.normalized_url}
 
@@ -458,9 +458,8 @@ async def check_validity(
         key = c.normalized_url or c.url
         raw_url.setdefault(key, c.url)
         if c.claim_index is not None:
-            lst = url_claims.setdefault(key, [])
-            if c.claim_index not in lst:
-                lst.append(c.claim_index)
+            # claims per URL, in order, each once (a dict: linear in the citations)
+            url_claims.setdefault(key, {})[c.claim_index] = None
         if key in url_status:
             continue
         if c.normalized_url is None:
@@ -610,7 +609,7 @@ async def check_validity(
             reason=why,
             http_status=res.http_status if res is not None else None,
             redirects=list(res.redirects) if res is not None else [],
-            claim_indices=url_claims.get(key, []),
+            claim_indices=list(url_claims.get(key, {})),
             passage=passage,
             entailment=ent,
             published=page.published if page is not None else None,
