@@ -24,6 +24,7 @@ from typing import Any
 from citeguard.checks.validity import ExtractedPage
 from citeguard.errors import SnapshotMiss
 from citeguard.models import FetchResult, Page
+from citeguard.policy import FetchPolicy
 from citeguard.snapshot import FetcherLike, SnapshotMode, SnapshotStore, snapshot_page
 from citeguard.web.page import EXTRACTION_VERSION, extract_page
 
@@ -53,7 +54,9 @@ class ExtractStage:
         mode: SnapshotMode,
         executor: Executor | None = None,
         span: SpanFactory,
+        limits: FetchPolicy | None = None,
     ) -> None:
+        self._limits = limits  # the page bounds (size, depth, nodes, PDF work) of Policy.fetch
         self._store = store
         self._mode = mode
         self._given_executor = executor
@@ -189,6 +192,7 @@ class ExtractStage:
             content_type=res.content_type,
             headers=res.headers,
             date_fallback=date_fallback,
+            limits=self._limits,
         )
         if self._store is None:
             extracted = await loop.run_in_executor(self._executor(), _prepared, extract)
@@ -229,10 +233,16 @@ def _extract(
     content_type: str | None,
     headers: Mapping[str, str],
     date_fallback: bool,
+    limits: FetchPolicy | None,
 ) -> Page:
     try:
         return extract_page(
-            body, url=url, content_type=content_type, headers=headers, date_fallback=date_fallback
+            body,
+            url=url,
+            content_type=content_type,
+            headers=headers,
+            date_fallback=date_fallback,
+            limits=limits,
         )
     except Exception:  # a page no parser can read is a status on its citation, not a crash
         return Page(url=url, kind="unsupported")

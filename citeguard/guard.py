@@ -34,7 +34,6 @@ from citeguard.models import (
     FetchResult,
     FreshnessClass,
     GuardResult,
-    Page,
     Regime,
     SearchRecord,
     Verdict,
@@ -114,7 +113,11 @@ class Guard:
         self._fetcher: Fetcher | SnapshotFetcher | None = None
         self.tracing = Tracing(tracer_provider, now=self._now)
         self._pages = ExtractStage(
-            store=cache, mode=mode, executor=extract_executor, span=self.tracing.span
+            store=cache,
+            mode=mode,
+            executor=extract_executor,
+            span=self.tracing.span,
+            limits=self.policy.fetch,
         )
         self._snapshot_ready = False
         self._checks = build_checks(self.policy)
@@ -336,9 +339,6 @@ class Guard:
             self._pages.fetch_page, self._get_fetcher(), deadline=self.policy.fetch.url_timeout
         )
         return CatchAllProbes(fetch)
-
-    async def _catch_all_pages(self, pages: Mapping[str, Page]) -> dict[str, str]:
-        return await self._catch_all_probes().matches(pages)
 
     def _judge_run(self) -> AbstractContextManager[JudgeMeter]:
         # one run's judge budget, usage, snapshot layer and LLM spans (checks/judge_usage.py)

@@ -72,7 +72,6 @@ from citeguard.models import (
     FetchResult,
     FreshnessClass,
     GuardResult,
-    Page,
     Regime,
     SearchRecord,
     Severity,
@@ -86,6 +85,7 @@ from citeguard.snapshot import SnapshotFetcher
 from citeguard.stream_adapters import ChunkSource, text_chunks
 from citeguard.trace import Tracing
 from citeguard.web.fetch import Fetcher
+from citeguard.web.soft404 import CatchAllProbes
 from citeguard.web.urls import normalize_all
 
 __all__ = [
@@ -242,7 +242,7 @@ class _GuardParts(Protocol):
     def _get_entailer(self) -> Entailer | None: ...
     def _judge_run(self) -> AbstractContextManager[JudgeMeter]: ...
     async def _prepare_snapshot(self) -> None: ...
-    async def _catch_all_pages(self, pages: Mapping[str, Page]) -> dict[str, str]: ...
+    def _catch_all_probes(self) -> CatchAllProbes: ...
 
     async def check(
         self,
@@ -629,7 +629,9 @@ class _Session:
             pages = await self.guard._pages.extract_all({url: res}, date_fallback=dates)
             out.page = pages.get(url)
             if out.page is not None and policy.fetch.soft_404_probe:
-                out.soft_404 = (await self.guard._catch_all_pages({url: out.page.page})).get(url)
+                out.soft_404 = (
+                    await self.guard._catch_all_probes().matches({url: out.page.page})
+                ).get(url)
         except Exception:
             out.failed = True
         return out

@@ -299,3 +299,27 @@ async def test_the_catch_all_probe_can_be_switched_off(farm: Farm) -> None:
     assert farm.count("shop.example.co.uk") == len(
         [r for r in farm.requests if r[2] == "/2024/annual-report"]
     )
+
+
+async def test_the_policys_page_bounds_reach_extraction(farm: Farm) -> None:
+    filler = "<p>" + "Filler words for padding. " * 400 + "</p>"
+    page = (
+        "<html><head><title>Long</title></head><body><article>"
+        f"{filler}<p>The quoted sentence sits at the very end.</p></article></body></html>"
+    )
+    url = farm.add("facts.example.com", "/long", body=page)
+    answer = f'The page ends with "The quoted sentence sits at the very end" [1].\n\n[1] {url}\n'
+    fetch = FetchPolicy(
+        allow_private_addresses=True,
+        url_timeout=3.0,
+        answer_deadline=5.0,
+        retries=0,
+        max_html_chars=len(page) // 2,
+    )
+    tight = Policy(fetch=fetch, entailment=EntailmentPolicy(backend="none"))
+    async with Guard(tight, resolver=farm.resolver, now=lambda: NOW) as guard:
+        cut = await guard.check(answer)
+    async with _guard(farm) as guard:
+        whole = await guard.check(answer)
+    assert whole.citations[0].status is CitationStatus.OK
+    assert cut.citations[0].status is CitationStatus.PASSAGE_MISSING  # past the policy's cut
