@@ -108,9 +108,8 @@ def residual_claim(
     at = folded_claim.find(folded_quote)
     if at < 0:
         return Residual(claim_text, tuple(_words(claim_text)))
-    rest = _without_source_numbers(
-        (folded_claim[:at] + " " + folded_claim[at + len(folded_quote) :]).split()
-    )
+    before = _without_speaker(_without_source_numbers(folded_claim[:at].split()))
+    rest = before + _without_source_numbers(folded_claim[at + len(folded_quote) :].split())
     ignore = _FRAME_WORDS | STOPWORDS | {w for s in source_words for w in _words(s)}
     content = tuple(w for w in rest if w not in ignore and not (len(w) == 1 and w.isalpha()))
     if not content:
@@ -129,6 +128,30 @@ def _without_source_numbers(words: list[str]) -> list[str]:
         for i, w in enumerate(words)
         if not (w.isdigit() and len(w) <= 3 and i > 0 and words[i - 1] in _SOURCE_NAMING)
     ]
+
+
+# verbs that hand the quote to whoever is named just before them ("The project says",
+# "Maintainer Priya Raman said the team"): that speaker is attribution, not a claim
+_SPEAKING: frozenset[str] = frozenset(
+    """
+    say says said state states stated report reports reported write writes wrote note notes
+    noted explain explains explained add adds added tell tells told announce announces
+    announced confirm confirms confirmed
+    """.split()  # noqa: SIM905
+)
+_MAX_SPEAKER_WORDS = 6
+
+
+def _without_speaker(words: list[str]) -> list[str]:
+    """The words before a quote without the speaker of the attribution verb closing them."""
+    tail = words[-3:]
+    verb = next((i for i in range(len(tail) - 1, -1, -1) if tail[i] in _SPEAKING), None)
+    if verb is None:
+        return words
+    cut = len(words) - len(tail) + verb
+    start = max(0, cut - _MAX_SPEAKER_WORDS)
+    numbers = [w for w in words[start:cut] if any(ch.isdigit() for ch in w)]  # facts, kept
+    return words[:start] + numbers + words[cut:]
 
 
 def words_in(window: str, words: Iterable[str], *, sentence: str | None = None) -> bool:

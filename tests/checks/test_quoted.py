@@ -155,9 +155,17 @@ def test_a_quote_not_in_the_claim_leaves_the_whole_claim_to_judge() -> None:
 
 def test_source_words_name_the_source_not_content() -> None:
     quote = "the bridge reopened on Monday"
-    claim = f'City Herald says "{quote}".'
+    claim = f'City Herald: "{quote}".'
     assert residual_claim(claim, quote) is not None  # "city herald" is content by default
     assert residual_claim(claim, quote, source_words=["City Herald | Local news"]) is None
+
+
+def test_the_speaker_of_an_attribution_verb_is_attribution() -> None:
+    quote = "the bridge reopened on Monday"
+    assert residual_claim(f'The project says "{quote}".', quote) is None
+    assert residual_claim(f'City engineer Ana Lopez said that "{quote}".', quote) is None
+    added = residual_claim(f'Traffic doubled after "{quote}".', quote)  # no speaking verb
+    assert added is not None and "traffic" in added.content
 
 
 @pytest.mark.parametrize(
