@@ -40,7 +40,9 @@ def _clean(x: Any) -> Any:
 
 
 async def run_suite(cfg: Config, names: list[str], *, log: bool = True) -> dict[str, Any]:
-    """Run the named scenarios in suite order; returns ``{"meta": ..., "scenarios": ...}``."""
+    """Run the named scenarios in suite order; returns ``{"meta": ..., "scenarios": ...}``.
+    ``log``: a progress line on stderr as each scenario starts and ends (``main`` logs only
+    when stderr is a terminal)."""
     started = time.perf_counter()
     meta: dict[str, Any] = {
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -55,12 +57,11 @@ async def run_suite(cfg: Config, names: list[str], *, log: bool = True) -> dict[
     }
     out: dict[str, Any] = {}
     ctx = Context(cfg.seed)
+    todo = [name for name in SCENARIOS if name in names]
     try:
-        for name in SCENARIOS:
-            if name not in names:
-                continue
+        for i, name in enumerate(todo, start=1):
             if log:
-                print(f"[benchmarks] {name} …", file=sys.stderr, flush=True)
+                print(f"[benchmarks {i}/{len(todo)}] {name} …", file=sys.stderr, flush=True)
             t0 = time.perf_counter()
             res = await SCENARIOS[name](cfg, ctx)
             res["run_at"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -68,7 +69,9 @@ async def run_suite(cfg: Config, names: list[str], *, log: bool = True) -> dict[
             out[name] = res
             if log:
                 print(
-                    f"[benchmarks] {name} done in {meta['scenario_seconds'][name]} s",
+                    f"[benchmarks {i}/{len(todo)}] {name} done in "
+                    f"{meta['scenario_seconds'][name]} s "
+                    f"({time.perf_counter() - started:.0f} s so far)",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -107,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     size: Size = args.size or ("quick" if args.quick else "full")
     cfg = Config(seed=args.seed, size=size, repeat=args.repeat, nli_model=args.nli_model)
     out: Path = args.out or (RESULTS if size == "full" else RESULTS / size)
-    results = asyncio.run(run_suite(cfg, names))
+    results = asyncio.run(run_suite(cfg, names, log=sys.stderr.isatty()))
     previous = out / "suite.json"
     if set(names) != set(SCENARIOS) and previous.is_file():
         # --only: keep the other scenarios' last results so the summary stays whole

@@ -990,6 +990,80 @@ async def inflight(cfg: Config, ctx: Context) -> dict[str, Any]:
     }
 
 
+# --------------------------------------------------------------------------------------------
+# 6b. hostile single inputs: the longest the event loop is blocked by one check
+# --------------------------------------------------------------------------------------------
+
+
+async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
+    """One hostile input at a time through ``Guard.check`` (default policy, entailment off),
+    with a 1 ms ticker on the same loop: the longest it was kept waiting is the longest the
+    check blocked the loop. Inputs: a 200 kB prose answer, 20,000 structured items, a claim
+    paraphrasing a page of 1 MB of text, 5 MB of HTML. Target: no input blocks it > 20 ms."""
+    from aiohttp import web as aioweb
+
+    scale = cfg.pick(1.0, 1.0, 0.05)
+    sentence = "The harbour lighthouse reopened on Tuesday after a restoration of three years. "
+    long_text = (sentence * int(13_000 * scale)).encode()
+    html = (
+        "<html><body>"
+        + "".join(f"<div><p>{sentence}</p></div>" for _ in range(int(50_000 * scale)))
+        + "</body></html>"
+    ).encode()
+    app = aioweb.Application()
+    app.router.add_get("/short", lambda r: aioweb.Response(text=sentence * 3))
+    app.router.add_get(
+        "/long", lambda r: aioweb.Response(body=long_text, content_type="text/plain")
+    )
+    app.router.add_get("/html", lambda r: aioweb.Response(body=html, content_type="text/html"))
+    runner = aioweb.AppRunner(app)
+    await runner.setup()
+    site = aioweb.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    base = f"http://127.0.0.1:{port}"
+    n_items = int(20_000 * scale)
+    n_refs = int(2_000 * scale)
+    inputs: dict[str, Any] = {
+        "prose_200kB": " ".join(
+            f"The lighthouse reopened on Tuesday [{k % n_refs + 1}]." for k in range(n_items // 4)
+        )
+        + "\n\n"
+        + "\n".join(f"[{k + 1}] {base}/short?n={k % 50}" for k in range(n_refs)),
+        "items_20k": [
+            {"claim": f"The lighthouse reopened on Tuesday ({k}).", "url": f"{base}/short"}
+            for k in range(n_items)
+        ],
+        "paraphrase_1MB_page": f"A lighthouse by the harbour opened again after being restored"
+        f" for three years [1].\n\n[1] {base}/long\n",
+        "html_5MB": f"The lighthouse reopened on Tuesday [1].\n\n[1] {base}/html\n",
+    }
+    policy = guard_policy("off", max_body_bytes=16 << 20, max_decompressed_bytes=32 << 20)
+    out: dict[str, Any] = {"inputs": {}}
+    try:
+        for name, answer in inputs.items():
+            async with Guard(policy, entailer=None, now=lambda: NOW) as g:
+                await settle()
+                async with LagProbe() as probe:
+                    t0 = time.perf_counter()
+                    verdict = await g.check(answer, question=QUESTION)
+                    wall = time.perf_counter() - t0
+            out["inputs"][name] = {
+                "wall_s": round(wall, 3),
+                "loop_lag": probe.summary(),
+                "citations": len(verdict.citations),
+                "claims": len(verdict.claims),
+            }
+    finally:
+        await runner.cleanup()
+    worst = max(v["loop_lag"]["max_ms"] for v in out["inputs"].values())
+    out["worst_stall_ms"] = worst
+    out["targets"] = [
+        target("longest loop stall by one hostile input (ms)", "<= 20", worst, worst <= 20)
+    ]
+    return out
+
+
 async def _inflight_pooled(
     reps: int,
     one_pass: Callable[[Executor | None], Awaitable[tuple[float, list[Any]]]],
@@ -1159,6 +1233,7 @@ async def repair(cfg: Config, ctx: Context) -> dict[str, Any]:
 # that loading the entailment model leaves behind.
 SCENARIOS: dict[str, Scenario] = {
     "inflight": inflight,
+    "stalls": stalls,
     "throughput": throughput,
     "guard": guard_latency,
     "snapshot": snapshot,

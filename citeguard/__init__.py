@@ -7,9 +7,15 @@ are imported only when used.
 ``__all__`` is the whole public surface (pinned by ``tests/test_public_api.py``). ``FetchResult``
 and ``Outcome`` are public because public APIs hand them out (``SnapshotStore.get_fetch`` returns
 a ``FetchResult``; ``CitationStatus.outcome`` and ``CitationReport.outcome`` are an ``Outcome``).
-Internals such as ``citeguard.web.fetch.Fetcher`` and ``citeguard.checks.passage.prepare_text``
-stay importable from their modules but are not part of this surface.
+``RedisSnapshotStore`` is importable from here too (``from citeguard import RedisSnapshotStore``)
+but imported only when asked for, and kept out of ``__all__``: without the ``redis`` extra,
+``import citeguard`` and ``from citeguard import *`` still work, and asking for it raises
+:class:`MissingExtraError` with the install line. Internals such as
+``citeguard.web.fetch.Fetcher`` and ``citeguard.checks.passage.prepare_text`` stay importable
+from their modules but are not part of this surface.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from citeguard.checks.diversity import QuestionClass, classify_question
 from citeguard.checks.entail import (
@@ -78,6 +84,9 @@ from citeguard.snapshot import SnapshotMode, SnapshotStore, SQLiteSnapshotStore
 from citeguard.web.fetch import Resolver, StaticResolver
 from citeguard.web.page import extract_page
 from citeguard.web.urls import UrlProblem, normalize_url, registrable_domain
+
+if TYPE_CHECKING:
+    from citeguard.snapshot.redis_store import RedisSnapshotStore as RedisSnapshotStore
 
 __version__ = "0.1.0"
 
@@ -155,3 +164,12 @@ __all__ = [
     "score_query",
     "text_fragment_url",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # optional extras, imported on first use so the base install imports citeguard
+    if name == "RedisSnapshotStore":
+        from citeguard import snapshot
+
+        return snapshot.RedisSnapshotStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,40 +1,114 @@
 """The ``citeguard`` command line: ``check``, ``demo``, ``snapshot`` and ``report``.
 
 Library errors become usage errors here, at the edge: exit 0 pass, 1 fail, 2 usage error.
+Bad input of any kind (an argument, a file that is missing, a directory, unreadable, binary or
+not UTF-8) is one line on stderr and exit 2, never a traceback; so is an unexpected exception
+(``CITEGUARD_DEBUG=1`` shows its traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
+import ipaddress
 import json
+import math
 import os
 import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
-from citeguard.errors import CiteguardError
-from citeguard.models import Verdict
+from citeguard.errors import CiteguardError, InputError
+from citeguard.models import SearchRecord, Verdict
 from citeguard.policy import EntailmentPolicy, FetchPolicy, Policy
 from citeguard.render import render_verdict
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130
+DISTRIBUTION = "citeguard-agent"
+MAX_TIMEOUT = 3600.0  # seconds: a per-URL timeout above an hour is a typo
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors as one line (``citeguard check: error: ...``), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {_one_line(message)} (see --help)\n")
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
+
+def version() -> str:
+    """The installed distribution's version (``citeguard-agent``), else the package's own."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        import citeguard
+
+        return str(getattr(citeguard, "__version__", "unknown"))
+
+
+def _is_address(text: str) -> bool:
+    """``ADDR``, ``ADDR:PORT``, ``[V6]``, ``[V6]:PORT`` or a bare IPv6 address (what
+    :class:`~citeguard.web.fetch.StaticResolver` takes)."""
+    port: str | None = None
+    if text.startswith("["):
+        addr, _, rest = text[1:].partition("]")
+        if rest:
+            if not rest.startswith(":"):
+                return False
+            port = rest[1:]
+    elif text.count(":") == 1:
+        addr, port = text.split(":")
+    else:
+        addr = text
+    try:
+        ipaddress.ip_address(addr)
+    except ValueError:
+        return False
+    return port is None or (port.isdigit() and 0 < int(port) < 65536)
 
 
 def _resolve_arg(value: str) -> tuple[str, str]:
-    """``HOST:ADDR`` or curl's ``HOST:PORT:ADDR`` (the URL carries the port)."""
+    """``HOST:ADDR`` or curl's ``HOST:PORT:ADDR`` (the URL carries the port); ADDR is an IP
+    address (IPv6 as ``[::1]`` or ``::1``), optionally with a port of its own to connect to."""
     host, sep, rest = value.partition(":")
-    m = re.fullmatch(r"\d{1,5}:(.+)", rest)
-    addr = m.group(1) if m else rest
-    if not sep or not host or not addr:
+    if not sep or not host.strip() or not rest:
         raise argparse.ArgumentTypeError(f"expected HOST:ADDR or HOST:PORT:ADDR, got {value!r}")
-    return host, addr
+    m = re.fullmatch(r"(\d{1,5}):(.+)", rest)
+    for addr in [m.group(2), rest] if m else [rest]:
+        if _is_address(addr):
+            if m and addr == m.group(2) and not 0 < int(m.group(1)) < 65536:
+                raise argparse.ArgumentTypeError(f"{m.group(1)} is not a port (in {value!r})")
+            return host, addr
+    addr = m.group(2) if m else rest
+    raise argparse.ArgumentTypeError(
+        f"{addr!r} is not an IP address (in {value!r}; expected HOST:ADDR or HOST:PORT:ADDR, "
+        "e.g. news.example.com:127.0.0.1)"
+    )
+
+
+def _timeout_arg(value: str) -> float:
+    """A per-URL timeout: a finite number of seconds, above 0 and at most an hour."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds) or not 0 < seconds <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: give a number of seconds above 0 and at most {MAX_TIMEOUT:g}"
+        )
+    return seconds
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="citeguard", description=__doc__)
+    p = _Parser(prog="citeguard", description=__doc__)
+    p.add_argument("--version", action="version", version=f"citeguard {version()}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     c = sub.add_parser("check", help="check the citations of an answer (FILE, or - for stdin)")
@@ -50,7 +124,21 @@ def _parser() -> argparse.ArgumentParser:
         help="map a host name to an address, like curl --resolve (repeatable)",
     )
     c.add_argument("--allow-private", action="store_true", help="allow private/loopback addresses")
-    c.add_argument("--timeout", type=float, default=None, help="per-URL timeout in seconds")
+    c.add_argument(
+        "--timeout",
+        type=_timeout_arg,
+        default=None,
+        metavar="SECONDS",
+        help=f"per-URL timeout in seconds (above 0, at most {MAX_TIMEOUT:g})",
+    )
+    c.add_argument(
+        "--searches",
+        metavar="FILE",
+        default=None,
+        help="the agent's searches as JSON (- for stdin), for the query axis and retrieval: a "
+        "search API response (Tavily, Exa, Brave, SerpAPI, Serper, ...), a list of them, a list "
+        'of {"query": ..., "results": [...]}, or a list of query strings',
+    )
     c.add_argument(
         "--entailment",
         choices=["local", "none"],
@@ -66,15 +154,50 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("snapshot", help="list | show | diff | prune snapshot versions")
     s.add_argument("args", nargs=argparse.REMAINDER)
 
-    r = sub.add_parser("report", help="per-axis failure rates over logged cases (JSONL)")
-    r.add_argument("file")
+    r = sub.add_parser(
+        "report",
+        help="per-axis failure rates over logged cases (JSONL, one GuardResult.to_case() a line)",
+    )
+    r.add_argument("file", help="the JSONL log (README: The traffic report and its input)")
+    r.add_argument("--json", action="store_true", help="print the report as JSON")
+    r.add_argument(
+        "--html", metavar="PATH", help="also write the report as one self-contained HTML page"
+    )
+    r.add_argument(
+        "--worst",
+        type=_count_arg,
+        default=10,
+        metavar="N",
+        help="failing answers the report keeps in full (default: 10)",
+    )
     return p
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run the command line; returns the exit status. Bad input never ends in a traceback:
+    every error is one line on stderr and exit 2 (``CITEGUARD_DEBUG=1`` re-raises unexpected
+    exceptions, for a bug report)."""
+    try:
+        return _main(argv, out=out)
+    except KeyboardInterrupt:
+        print("citeguard: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except CiteguardError as e:
+        print(f"citeguard: error: {_one_line(e)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as e:
+        if os.environ.get("CITEGUARD_DEBUG"):
+            raise
+        print(
+            f"citeguard: error: {_one_line(e) or type(e).__name__} ({type(e).__name__}; "
+            "CITEGUARD_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+
+
+def _main(argv: Sequence[str] | None, *, out: TextIO | None) -> int:
     out = out or sys.stdout
-    # the CLI's own output is the table; model-loading progress bars would only clutter stderr
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["snapshot"]:
         # its own argparse: options may come before the verb (snapshot --store X list)
@@ -83,7 +206,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         try:
             return snapshot_main(argv[1:], out=out)
         except CiteguardError as e:
-            print(f"citeguard: error: {e}", file=sys.stderr)
+            print(f"citeguard: error: {_one_line(e)}", file=sys.stderr)
             return EXIT_USAGE
     parser = _parser()
     try:
@@ -98,9 +221,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
 
             return run_demo(out=out, as_json=args.json, live=args.live, record=args.record)
         if args.cmd == "report":
-            return _report(Path(args.file), out)
+            return _report(args, out)
     except CiteguardError as e:
-        print(f"citeguard: error: {e}", file=sys.stderr)
+        print(f"citeguard: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
     return EXIT_USAGE  # pragma: no cover
 
@@ -109,15 +232,13 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     from citeguard.guard import Guard
     from citeguard.web.fetch import StaticResolver
 
-    if args.file == "-":
-        data = sys.stdin.buffer.read()
-    else:
-        path = Path(args.file)
-        if not path.is_file():
-            print(f"citeguard: error: no such file: {path}", file=sys.stderr)
-            return EXIT_USAGE
-        data = path.read_bytes()
-    answer = _answer_of(data)
+    if args.file == "-" and args.searches == "-":
+        raise InputError("the answer and --searches cannot both be - (stdin)")
+    answer = _answer_of(_text_of(_read_input(args.file), _name(args.file)))
+    searches = None
+    if args.searches is not None:
+        name = _name(args.searches)
+        searches = _searches_of(_text_of(_read_input(args.searches), name), name)
     fetch_kwargs: dict[str, object] = {"allow_private_addresses": args.allow_private}
     if args.timeout is not None:
         fetch_kwargs["url_timeout"] = args.timeout
@@ -132,7 +253,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 
     async def go() -> Verdict:
         async with Guard(policy, resolver=resolver) as guard:
-            return await guard.check(answer, question=args.question)
+            return await guard.check(answer, question=args.question, searches=searches)
 
     verdict = asyncio.run(go())
     if args.json:
@@ -142,39 +263,128 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_PASS if verdict.passed else EXIT_FAIL
 
 
-def _answer_of(data: bytes) -> Any:
+def _name(arg: str) -> str:
+    return "stdin" if arg == "-" else arg
+
+
+def _read_input(arg: str) -> bytes:
+    """The bytes of FILE (``-``: stdin); a missing, directory or unreadable one is an
+    :class:`InputError` naming it."""
+    if arg == "-":
+        return sys.stdin.buffer.read()
+    path = Path(arg)
+    try:
+        if path.is_dir():
+            raise InputError(f"{arg} is a directory, not a file")
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"no such file: {arg}") from None
+    except PermissionError:
+        raise InputError(f"cannot read {arg}: permission denied") from None
+    except OSError as e:  # a dangling link, a device that refuses, an I/O error
+        raise InputError(f"cannot read {arg}: {e.strerror or e}") from None
+
+
+def _text_of(data: bytes, name: str) -> str:
+    """UTF-8 text (a BOM is dropped); binary data or another encoding is an InputError."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(f"{name} is UTF-16 text; save it as UTF-8")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise InputError(f"{name} looks binary (a NUL byte at offset {nul}), not UTF-8 text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(
+            f"{name} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); "
+            "save it as UTF-8"
+        ) from None
+
+
+def _answer_of(text: str) -> Any:
     """The answer in a file: JSON (a structured ``[{claim, url, quote}]`` list, or a provider's
-    response object) when it parses as a JSON array or object, else text. An empty or binary
-    file is text with no citations, which fails the gate."""
-    head = data.lstrip()[:1]
-    if head in (b"[", b"{"):
+    response object) when it parses as a JSON array or object, else text. An empty file is
+    text with no citations, which fails the gate."""
+    if text.lstrip()[:1] in ("[", "{"):
         try:
-            parsed = json.loads(data)
+            parsed = json.loads(text)
         except (ValueError, RecursionError):
             parsed = None
         if isinstance(parsed, list | dict):
             return parsed
-    if b"\x00" in data[:8192]:
-        print("citeguard: warning: the answer file looks binary", file=sys.stderr)
-    return data.decode("utf-8", errors="replace")
+    return text
 
 
-def _report(path: Path, out: TextIO) -> int:
-    from citeguard.report import build_report, render_report
+def _searches_of(text: str, name: str) -> list[SearchRecord]:
+    """The searches in a ``--searches`` file (see its help); no search in it is an InputError."""
+    from citeguard.search import as_search_records
 
-    if not path.is_file():
-        print(f"citeguard: error: no such file: {path}", file=sys.stderr)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"{name}: not JSON ({e.msg} at line {e.lineno} column {e.colno})"
+        ) from None
+    except RecursionError:
+        raise InputError(f"{name}: JSON nested too deeply") from None
+    records = as_search_records(data) if isinstance(data, list | dict) else []
+    if not records:
+        raise InputError(
+            f"{name}: no searches in it (expected a search API response, a list of them, "
+            'a list of {"query": ..., "results": [...]}, or a list of query strings)'
+        )
+    return records
+
+
+def _count_arg(value: str) -> int:
+    """A whole number of zero or more (``report --worst``)."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return n
+
+
+def _report(args: argparse.Namespace, out: TextIO) -> int:
+    """``citeguard report``: bad lines are skipped and counted (a warning line on stderr); a
+    file that is no log, or holds no readable case, is one error line and exit 2."""
+    from citeguard.report import render_report, report_file
+
+    path = Path(args.file)
+    html_path = Path(args.html) if args.html else None
+    if html_path is not None and html_path.is_dir():
+        print(f"citeguard: error: --html {html_path} is a directory", file=sys.stderr)
         return EXIT_USAGE
-    cases = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    report = report_file(path, worst=args.worst, progress=sys.stderr)
+    if report.cases == 0 and report.skipped_count:
+        first = report.skipped[0] if report.skipped else ""
+        print(
+            f"citeguard: error: {path}: no case could be read "
+            f"({report.skipped_count} skipped; {first})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if report.skipped_count:
+        first = report.skipped[0] if report.skipped else ""
+        print(
+            f"citeguard: warning: {path}: skipped {report.skipped_count} of "
+            f"{report.cases + report.skipped_count} lines ({first})",
+            file=sys.stderr,
+        )
+    if html_path is not None:
+        from citeguard.report_html import render_html
+
         try:
-            cases.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            print(f"citeguard: error: {path}:{n}: not JSON ({e.msg})", file=sys.stderr)
+            html_path.write_text(render_html(report, source=path.name), encoding="utf-8")
+        except OSError as e:
+            print(f"citeguard: error: cannot write {html_path}: {e.strerror or e}", file=sys.stderr)
             return EXIT_USAGE
-    out.write(render_report(build_report(cases)) + "\n")
+    if args.json:
+        out.write(report.model_dump_json(indent=2) + "\n")
+    else:
+        out.write(render_report(report) + "\n")
     return EXIT_PASS
 
 

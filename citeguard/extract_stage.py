@@ -23,12 +23,15 @@ from typing import Any
 
 from citeguard.checks.validity import ExtractedPage
 from citeguard.errors import SnapshotMiss
+from citeguard.extract_worker import ExtractionFailed, ProcessExtractor
 from citeguard.models import FetchResult, Page
 from citeguard.policy import FetchPolicy
 from citeguard.snapshot import FetcherLike, SnapshotMode, SnapshotStore, snapshot_page
 from citeguard.web.page import EXTRACTION_VERSION, extract_page
 
 _PAGE_CACHE_SIZE = 512
+# "auto": the extraction child starts once this many pages are extracting at once
+_WORKER_AT_IN_FLIGHT = 8
 # (url, body length, body hash, extraction version): the in-process page cache key
 _PageKey = tuple[str, int, int, str]
 _Early = dict[str, "asyncio.Future[ExtractedPage | None]"]
@@ -42,9 +45,13 @@ PageHook = Callable[[str, FetchResult, "asyncio.Future[ExtractedPage | None]"], 
 class ExtractStage:
     """Pages of fetched bodies: cached, de-duplicated in flight, extracted in ``executor``.
 
-    ``executor`` is the caller's and is not shut down here; without one, the stage owns a
-    single extraction thread (lexbor and pypdf hold the GIL while they parse, so more threads
-    add no throughput on CPython but make the event loop queue behind them).
+    ``executor`` is the caller's and is not shut down here. Without one, the stage extracts in
+    one thread of its own and, as ``Policy.fetch.extract_in`` says, in one niced child process
+    (:class:`~citeguard.extract_worker.ProcessExtractor`): lexbor and pypdf hold the GIL while
+    they parse, and a thread doing it makes the event loop wait for the GIL after every
+    ``select()``; the child does not. ``"auto"`` starts the child at :meth:`warm_up` (``async
+    with Guard(...)``) or once 8 pages are extracting at once, and uses the thread until it is
+    ready; a one-off check never pays its start (~1 s).
     """
 
     def __init__(
@@ -61,19 +68,59 @@ class ExtractStage:
         self._mode = mode
         self._given_executor = executor
         self._owned_executor: ThreadPoolExecutor | None = None
+        self._worker: ProcessExtractor | None = None
         self._span = span
         self._pages: OrderedDict[_PageKey, ExtractedPage] = OrderedDict()
         self._extracting: dict[_PageKey, asyncio.Task[ExtractedPage]] = {}
 
+    @property
+    def worker(self) -> ProcessExtractor | None:
+        """The extraction child this stage started, if any."""
+        return self._worker
+
     def close(self) -> None:
-        """Shut down the extraction thread this stage started (a given executor is left)."""
+        """Shut down the extraction thread and child this stage started (a given executor is
+        left)."""
         if self._owned_executor is not None:
             self._owned_executor.shutdown(wait=False, cancel_futures=True)
             self._owned_executor = None
+        if self._worker is not None:
+            self._worker.shutdown(wait=False, cancel_futures=True)
+            self._worker = None
+
+    async def warm_up(self) -> None:
+        """Start the extraction child now and wait until it is ready (a service's start-up),
+        unless this stage extracts in a given executor or in its thread."""
+        worker = self._start_worker()
+        if worker is not None:
+            await asyncio.get_running_loop().run_in_executor(None, worker.wait_ready, 120.0)
+
+    def _start_worker(self) -> ProcessExtractor | None:
+        if self._given_executor is not None or self._where() == "thread":
+            return None
+        if self._worker is None:
+            limits = self._limits or FetchPolicy()
+            self._worker = ProcessExtractor(
+                job_timeout=limits.extract_timeout, memory_limit_mb=limits.extract_memory_mb
+            )
+            self._worker.start()
+        return self._worker
+
+    def _where(self) -> str:
+        return self._limits.extract_in if self._limits is not None else "auto"
 
     def _executor(self) -> Executor:
         if self._given_executor is not None:
             return self._given_executor
+        where = self._where()
+        if where != "thread":
+            worker = self._worker
+            if worker is None and (
+                where == "process" or len(self._extracting) >= _WORKER_AT_IN_FLIGHT
+            ):
+                worker = self._start_worker()
+            if worker is not None and (where == "process" or worker.ready):
+                return worker
         if self._owned_executor is None:
             self._owned_executor = ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="citeguard-extract"
@@ -195,11 +242,17 @@ class ExtractStage:
             limits=self._limits,
         )
         if self._store is None:
-            extracted = await loop.run_in_executor(self._executor(), _prepared, extract)
+            try:
+                extracted = await loop.run_in_executor(self._executor(), _prepared, extract)
+            except ExtractionFailed as exc:  # out of time or memory: this page alone fails
+                extracted = ExtractedPage.of(Page(url=url, kind="unsupported", problem=str(exc)))
         else:
 
             async def parse() -> Page:
-                return await loop.run_in_executor(self._executor(), extract)
+                try:
+                    return await loop.run_in_executor(self._executor(), extract)
+                except ExtractionFailed as exc:
+                    return Page(url=url, kind="unsupported", problem=str(exc))
 
             digest = await loop.run_in_executor(self._executor(), _digest, res.body)
             page = await snapshot_page(self._store, self._mode, url + "#" + digest, key[3], parse)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -43,6 +44,7 @@ from citeguard.policy import Policy
 from citeguard.providers.resolve import resolve_answer
 from citeguard.recording import recording_run, run_searches, wrap_search
 from citeguard.repair import repairer_for
+from citeguard.search import as_search_records
 from citeguard.snapshot import SnapshotFetcher, SnapshotMode, SnapshotStore, prepare_snapshot
 from citeguard.stream import (
     ChunkSource,
@@ -62,8 +64,8 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 _DEFAULT: Any = object()
-_INLINE_PARSE_CHARS = 4_000  # measured: a 10 kB answer parses in ~4 ms
-_INLINE_PARSE_ITEMS = 100  # structured items parsed on the event loop, at most
+_INLINE_PARSE_CHARS = 2_000  # measured: a 10 kB answer parses in ~4 ms, 800 chars in 0.7
+_INLINE_PARSE_ITEMS = 32  # structured items parsed on the event loop, at most
 
 
 class Guard:
@@ -139,16 +141,22 @@ class Guard:
         return self
 
     async def warm_up(self) -> None:
-        """Load the entailment model now rather than inside the first request.
+        """Load the entailment model and start the extraction process now rather than inside
+        the first request.
 
         Importing torch and reading weights holds the GIL for long stretches; doing it at
         start-up keeps that stall out of a user's answer. ``async with Guard(...)`` calls this.
         """
-        entailer = self._get_entailer()
-        warm = getattr(entailer, "warm_up", None)
-        if warm is not None:
-            await warm()
-        await self._regimes.warm_up()  # the regime model, when the freshness axis uses one
+        # the extraction child (Policy.fetch.extract_in) starts while the model loads
+        extraction = asyncio.ensure_future(self._pages.warm_up())
+        try:
+            entailer = self._get_entailer()
+            warm = getattr(entailer, "warm_up", None)
+            if warm is not None:
+                await warm()
+            await self._regimes.warm_up()  # the regime model, when the freshness axis uses one
+        finally:
+            await extraction
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
@@ -196,7 +204,7 @@ class Guard:
         answer: str | Sequence[Mapping[str, Any]] | object,
         *,
         question: str = "",
-        searches: Sequence[SearchRecord | Any] | None = None,
+        searches: Sequence[SearchRecord | Any] | Mapping[str, Any] | object | None = None,
         exclude_urls: frozenset[str] | set[str] = frozenset(),
         references: Sequence[Any] | Mapping[Any, Any] | None = None,
         documents: Mapping[int | str, str] | None = None,
@@ -204,13 +212,18 @@ class Guard:
         """Run the four-axis gate on an answer you already have.
 
         ``answer``: text, structured items, or a provider response (OpenAI, Anthropic, Gemini,
-        Perplexity: :mod:`citeguard.providers`). ``searches``: records, or search responses in
-        any shape :func:`~citeguard.search.normalize_search_results` reads (a ``(query,
-        response)`` pair names the query). ``references`` and ``documents``: see
+        Perplexity: :mod:`citeguard.providers`). ``searches``: the agent's searches, as
+        :func:`~citeguard.search.as_search_records` reads them: records, raw search responses
+        in any shape :func:`~citeguard.search.normalize_search_results` reads (a Tavily, Exa,
+        Brave or SerpAPI response dict on its own or in a list; a ``(query, response)`` pair
+        names the query), or ``{"query": ..., "results": [...]}`` dicts; ``None``: the run's
+        recorded searches. ``references`` and ``documents``: see
         :func:`~citeguard.parse.parse_answer`."""
         t0 = time.perf_counter()
         shown = _as_text(answer)
-        searches = run_searches() if searches is None else list(searches)
+        searches = (
+            run_searches() if searches is None else as_search_records(searches, now=self._now())
+        )
         await self._prepare_snapshot()
         policy = self.policy
         with (
@@ -245,7 +258,7 @@ class Guard:
             )
             # each page is verified and handed to the entailer as soon as it is extracted
             entailer = self._get_entailer()
-            begun = EarlyValidity(
+            begun = await EarlyValidity.begin(
                 parsed, policy=policy, entailer=entailer, excluded=excluded, cache=self._scores
             )
             probes = self._catch_all_probes() if policy.fetch.soft_404_probe else None
@@ -449,14 +462,16 @@ class Guard:
         *,
         question: str = "",
         mode: StreamMode = "hold",
-        searches: Sequence[SearchRecord] | None = None,
+        searches: Sequence[SearchRecord | Any] | Mapping[str, Any] | object | None = None,
         exclude_urls: frozenset[str] | set[str] = frozenset(),
     ) -> EventStream:
         """Verify an answer while it streams (:mod:`citeguard.stream`): ``async for event in
         guard.stream(chunks, question=...)`` yields released and held text, each citation's
-        status as it lands, and last the verdict, equal to :meth:`check` on the whole text."""
+        status as it lands, and last the verdict, equal to :meth:`check` on the whole text.
+        ``searches``: as :meth:`check` takes them."""
+        records = None if searches is None else as_search_records(searches, now=self._now())
         return stream_answer(
-            self, chunks, question=question, mode=mode, searches=searches, exclude_urls=exclude_urls
+            self, chunks, question=question, mode=mode, searches=records, exclude_urls=exclude_urls
         )
 
     def stream_run(
@@ -489,7 +504,8 @@ def _as_text(answer: object) -> str:
     if isinstance(text, str):
         return text[:4000]
     try:
-        shown = list(answer) if isinstance(answer, Sequence) else answer
+        # the first items only: the repr of 100,000 items held the event loop for 15 ms
+        shown = list(itertools.islice(answer, 50)) if isinstance(answer, Sequence) else answer
         return repr(shown)[:4000]
     except Exception:
         return f"<{type(answer).__name__}>"

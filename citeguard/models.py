@@ -331,6 +331,8 @@ class Page(_Model):
     date_source: str | None = None  # e.g. "json-ld", "meta:article:published_time", "htmldate"
     types: list[str] = Field(default_factory=list)  # JSON-LD @type values (page signals)
     charset: str | None = None
+    # why a page has no text although its fetch succeeded (e.g. extraction ran out of time)
+    problem: str | None = None
 
 
 class PassageMatch(_Model):
@@ -511,6 +513,22 @@ class GuardResult(_Model):
     removed_urls: list[str] = Field(default_factory=list)
     # the repairs made to the answer returned (citeguard.repair)
     repairs: list[Repair] = Field(default_factory=list)
+
+    def to_case(self, prompt: str = "", *, timestamp: datetime | None = None) -> dict[str, Any]:
+        """This run as one line of the ``citeguard report`` log (README, "The traffic report and
+        its input"): a JSON-able dict; ``json.dumps`` it and append it to a ``.jsonl`` file.
+        ``prompt``: the user's question (a result does not hold it); ``timestamp``: when
+        (default: now)."""
+        when = timestamp if timestamp is not None else datetime.now().astimezone()
+        return {
+            "timestamp": when.isoformat(),
+            "prompt": prompt,
+            "queries": [s.query for a in self.attempts for s in a.searches if s.query.strip()],
+            "answer": self.answer,
+            "outcome": self.outcome,
+            "attempts": len(self.attempts),
+            "verdict": self.verdict.model_dump(mode="json"),
+        }
 
 
 class Synthesis(BaseModel):

@@ -21,11 +21,18 @@ A case counts as recorded once its test passed in a recording run, so a test tha
 recording is recorded again next time. ``--citeguard-store PATH`` (default
 ``tests/snapshots/citeguard.sqlite``, relative to the rootdir) picks the SQLite file; commit it.
 Run re-snapshots without ``-n`` (pytest-xdist): each worker would begin its own version.
+
+Async tests need no other plugin: an ``async def`` test that uses the marker or the fixture is
+run by this plugin on an event loop of its own (``asyncio.run``) when nothing else runs it, so
+pytest-asyncio is optional. Where pytest-asyncio runs a test (auto mode, or its marker), or
+anyio/trio does (their markers), that plugin runs it as before. The plugin's own fixtures are
+synchronous; async fixtures of your own still need an async plugin.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 from collections.abc import Awaitable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -112,6 +119,29 @@ def pytest_runtest_makereport(
     if report.when == "call":
         item.stash[_CALL_REPORT] = report
     return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run an ``async def`` test that uses citeguard snapshots when no async plugin does: an
+    async plugin that runs it has replaced ``obj`` with a synchronous wrapper by now."""
+    test = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(test) or not _uses_snapshot(pyfuncitem):
+        return None
+    if any(pyfuncitem.get_closest_marker(m) is not None for m in _OTHER_RUNNERS):
+        return None
+    kwargs = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    asyncio.run(test(**kwargs))
+    return True
+
+
+_OTHER_RUNNERS = ("anyio", "trio")
+
+
+def _uses_snapshot(item: pytest.Item) -> bool:
+    return item.get_closest_marker(MARKER) is not None or MARKER in getattr(
+        item, "fixturenames", ()
+    )
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

@@ -118,13 +118,21 @@ def render_verdict(verdict: Verdict, *, title: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# the scale each axis scores on, printed beside its score: the query axis rates each search on
+# its 1-5 rubric (the worst one is the axis score), the others are fractions
+_SCALES: dict[str, tuple[str, str]] = {"query": ("1–5", ".1f")}
+_FRACTION = ("0–1", ".2f")
+
+
 def render_vector(verdict: Verdict) -> str:
-    """The verdict line (every axis: pass / FAIL / n/a, score, advisory), then the failing
-    findings of the axes other than validity (validity's are in the citation table)."""
+    """The verdict line (every axis: pass / FAIL / n/a, score with its scale, advisory), then
+    the failing findings of the axes other than validity (validity's are in the citation
+    table)."""
     parts = []
     for name, axis in verdict.axes.items():
         mark = "n/a" if not axis.evaluated else "pass" if axis.passed else "FAIL"
-        score = f" {axis.score:.2f}" if axis.score is not None else ""
+        scale, fmt = _SCALES.get(name, _FRACTION)
+        score = f" {axis.score:{fmt}} ({scale})" if axis.score is not None else ""
         gate = "" if axis.gating else " (advisory)"
         parts.append(f"{name}: {mark}{score}{gate}")
     head = "PASSED" if verdict.passed else "REJECTED"

@@ -32,7 +32,14 @@ from citeguard.checks.sources import SourceKind, classify_source
 from citeguard.dates import parse_date, parse_human_date, parse_iso, parse_relative_date
 from citeguard.models import SearchRecord, SearchResult
 
-__all__ = ["as_search_record", "json_safe", "normalize_search_results", "plain", "query_of"]
+__all__ = [
+    "as_search_record",
+    "as_search_records",
+    "json_safe",
+    "normalize_search_results",
+    "plain",
+    "query_of",
+]
 
 _URL_KEYS = ("url", "link", "href", "source", "uri")
 _TITLE_KEYS = ("title", "name")
@@ -202,6 +209,66 @@ def as_search_record(
         provider=provider,
         results=normalize_search_results(raw, now=now),
         raw=json_safe(raw),
+    )
+
+
+def as_search_records(
+    searches: Any, *, provider: str = "default", now: datetime | None = None
+) -> list[SearchRecord]:
+    """The searches a caller hands over (``Guard.check(searches=...)``, ``citeguard check
+    --searches``), as records. Accepted: a list of searches, each read by
+    :func:`as_search_record` (records, ``(query, response)`` pairs, provider responses,
+    ``{"query": ..., "results": [...]}`` dicts); one search on its own (a provider response
+    dict or SDK object such as a Tavily, Exa, Brave or SerpAPI response, a pair, a record); a
+    list of result rows (one search whose query is unknown); a JSON array or object of any of
+    these, as text. Any other string is a literal query with no results. Items that hold
+    neither a query nor a result (an Anthropic text block beside the search blocks) are left
+    out: they are not searches. Never raises."""
+    if searches is None:
+        return []
+    if isinstance(searches, str | bytes):
+        text = searches.decode("utf-8", "replace") if isinstance(searches, bytes) else searches
+        if text.lstrip()[:1] in ("[", "{"):
+            try:
+                return as_search_records(json.loads(text), provider=provider, now=now)
+            except (ValueError, RecursionError):
+                pass
+        return [SearchRecord(query=text.strip(), provider=provider)] if text.strip() else []
+    if _is_one_search(searches):
+        given = [searches]
+    else:
+        items = list(plain(searches))
+        given = [items] if items and all(_is_result_row(i) for i in items) else items
+    out: list[SearchRecord] = []
+    for item in given:
+        if isinstance(item, str | bytes):  # a query, or a search as JSON text
+            out += as_search_records(item, provider=provider, now=now)
+            continue
+        record = as_search_record(item, provider=provider, now=now)
+        # a record the caller built is kept as it is; anything else only when it holds a search
+        if isinstance(item, SearchRecord) or record.query.strip() or record.results:
+            out.append(record)
+    return out
+
+
+def _is_one_search(value: Any) -> bool:
+    """One search, not a list of them: a record, a ``(query, response)`` pair, a response
+    mapping, or an object that is no list (an SDK response)."""
+    if isinstance(value, SearchRecord | Mapping):
+        return True
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):
+        return True
+    return not isinstance(plain(value), list | tuple)
+
+
+def _is_result_row(item: Any) -> bool:
+    """A search result row (a URL with its title and snippet), not a whole search."""
+    if isinstance(item, SearchRecord | str | bytes | tuple):
+        return False
+    return (
+        bool(normalize_search_results([item]))
+        and not normalize_search_results(item)
+        and query_of(item) is None
     )
 
 

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
+import io
 import json
+import os
+import re
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import Farm
+
+import citeguard.cli
 
 PAGE = "<html><body><p>The Eiffel Tower is 330 metres tall.</p></body></html>"
 
@@ -131,3 +138,271 @@ async def test_report_reads_logged_cases(tmp_path: Path) -> None:
     bad.write_text("{not json\n")
     rc, _, err = await _cli("report", str(bad))
     assert rc == 2 and "not JSON" in err
+
+
+# ---------------------------------------------------------------------- bad input: one line, exit 2
+
+_BAD_INPUT = [
+    # (name, argv, stdin, what the one line on stderr says)
+    (
+        "resolve-not-an-ip",
+        ["check", "{ok}", "--resolve", "host:not-an-ip"],
+        None,
+        "argument --resolve: 'not-an-ip' is not an IP address",
+    ),
+    (
+        "resolve-port",
+        ["check", "{ok}", "--resolve", "host:99999:127.0.0.1"],
+        None,
+        "argument --resolve: 99999 is not a port",
+    ),
+    (
+        "resolve-no-addr",
+        ["check", "{ok}", "--resolve", "nohostaddress"],
+        None,
+        "expected HOST:ADDR or HOST:PORT:ADDR, got 'nohostaddress'",
+    ),
+    (
+        "resolve-bad-v6",
+        ["check", "{ok}", "--resolve", "host:443:[::zz]"],
+        None,
+        "'[::zz]' is not an IP address",
+    ),
+    (
+        "timeout-negative",
+        ["check", "{ok}", "--timeout", "-3"],
+        None,
+        "argument --timeout: '-3': give a number of seconds above 0 and at most 3600",
+    ),
+    ("timeout-zero", ["check", "{ok}", "--timeout", "0"], None, "'0': give a number of seconds"),
+    ("timeout-nan", ["check", "{ok}", "--timeout", "nan"], None, "'nan': give a number"),
+    ("timeout-inf", ["check", "{ok}", "--timeout", "inf"], None, "'inf': give a number"),
+    ("timeout-huge", ["check", "{ok}", "--timeout", "1e9"], None, "'1e9': give a number"),
+    (
+        "timeout-word",
+        ["check", "{ok}", "--timeout", "soon"],
+        None,
+        "argument --timeout: 'soon' is not a number of seconds",
+    ),
+    ("directory", ["check", "{dir}"], None, "{dir} is a directory, not a file"),
+    ("missing", ["check", "{missing}"], None, "no such file: {missing}"),
+    ("dangling-link", ["check", "{dangling}"], None, "no such file: {dangling}"),
+    (
+        "latin-1",
+        ["check", "{latin}"],
+        None,
+        "{latin} is not UTF-8 text (byte 0xe9 at offset 3); save it as UTF-8",
+    ),
+    ("binary", ["check", "{png}"], None, "{png} looks binary (a NUL byte at offset 8)"),
+    ("utf-16", ["check", "{utf16}"], None, "{utf16} is UTF-16 text; save it as UTF-8"),
+    ("stdin-latin-1", ["check", "-"], b"caf\xe9\n", "stdin is not UTF-8 text (byte 0xe9"),
+    (
+        "searches-not-json",
+        ["check", "{ok}", "--searches", "{badjson}"],
+        None,
+        "{badjson}: not JSON (Expecting property name enclosed in double quotes at line 1",
+    ),
+    (
+        "searches-empty",
+        ["check", "{ok}", "--searches", "{nosearch}"],
+        None,
+        "{nosearch}: no searches in it",
+    ),
+    ("searches-directory", ["check", "{ok}", "--searches", "{dir}"], None, "is a directory"),
+    ("searches-latin-1", ["check", "{ok}", "--searches", "{latin}"], None, "is not UTF-8 text"),
+    ("searches-missing", ["check", "{ok}", "--searches", "{missing}"], None, "no such file"),
+    (
+        "both-stdin",
+        ["check", "-", "--searches", "-"],
+        b"[]",
+        "the answer and --searches cannot both be - (stdin)",
+    ),
+    ("no-file", ["check"], None, "the following arguments are required: file"),
+    (
+        "unknown-option",
+        ["check", "{ok}", "--frobnicate"],
+        None,
+        "unrecognized arguments: --frobnicate",
+    ),
+    ("unknown-command", ["frobnicate"], None, "invalid choice: 'frobnicate'"),
+]
+if sys.platform == "linux":  # a file the kernel refuses to read, whoever runs the test
+    _BAD_INPUT.append(
+        (
+            "read-error",
+            ["check", "/proc/self/mem"],
+            None,
+            "cannot read /proc/self/mem: Input/output error",
+        )
+    )
+
+
+def _bad_files(tmp_path: Path) -> dict[str, str]:
+    files = {
+        "ok": tmp_path / "ok.md",
+        "dir": tmp_path / "a-directory",
+        "missing": tmp_path / "missing.md",
+        "dangling": tmp_path / "dangling.md",
+        "latin": tmp_path / "latin1.md",
+        "png": tmp_path / "image.png",
+        "utf16": tmp_path / "utf16.md",
+        "badjson": tmp_path / "searches-bad.json",
+        "nosearch": tmp_path / "searches-none.json",
+    }
+    files["ok"].write_text("Nothing cited here.\n")
+    files["dir"].mkdir()
+    files["dangling"].symlink_to(tmp_path / "nowhere")
+    files["latin"].write_bytes(b"caf\xe9 [1]\n\n[1] https://example.com/\n")
+    files["png"].write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    files["utf16"].write_bytes("Paris [1]\n".encode("utf-16"))
+    files["badjson"].write_text("{query: 1}")
+    files["nosearch"].write_text(json.dumps({"status": "ok", "took_ms": 3}))
+    return {k: str(v) for k, v in files.items()}
+
+
+@pytest.mark.parametrize(
+    ("argv", "stdin", "expected"),
+    [case[1:] for case in _BAD_INPUT],
+    ids=[case[0] for case in _BAD_INPUT],
+)
+def test_every_bad_input_is_one_line_and_exit_2(
+    argv: list[str],
+    stdin: bytes | None,
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # in process, through main() as the console script calls it (the subprocess test below
+    # runs a few of these as a user does)
+    files = _bad_files(tmp_path)
+    monkeypatch.delenv("CITEGUARD_DEBUG", raising=False)  # the catch-all must not re-raise
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin or b"")))
+    rc = citeguard.cli.main([a.format(**files) for a in argv])
+    out, err = capsys.readouterr()
+    assert (rc, out) == (2, "")
+    lines = err.splitlines()
+    assert len(lines) == 1 and err.endswith("\n"), err
+    assert lines[0].startswith("citeguard"), lines[0]
+    assert expected.format(**files) in lines[0]
+    assert "Error (" not in lines[0]  # not the catch-all: each of these has its own message
+
+
+async def test_bad_input_from_a_real_process_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    files = _bad_files(tmp_path)
+    picked = {"resolve-not-an-ip", "timeout-negative", "directory", "binary", "stdin-latin-1"}
+    cases = [c for c in _BAD_INPUT if c[0] in picked]
+    assert len(cases) == len(picked)
+    results = await asyncio.gather(
+        *(_cli(*(a.format(**files) for a in argv), stdin=stdin) for _, argv, stdin, _ in cases)
+    )
+    for (name, _, _, expected), (rc, out, err) in zip(cases, results, strict=True):
+        assert (rc, out) == (2, ""), (name, err)
+        assert err.count("\n") == 1 and expected.format(**files) in err, (name, err)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any file")
+async def test_an_unreadable_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "secret.md"
+    path.write_text("x")
+    path.chmod(0)
+    try:
+        rc, out, err = await _cli("check", str(path))
+    finally:
+        path.chmod(0o600)
+    assert (rc, out) == (2, "")
+    assert err == f"citeguard: error: cannot read {path}: permission denied\n"
+
+
+def test_an_unexpected_exception_is_one_line_unless_debugging(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # the catch-all at main(): whatever escapes a command ends as one line and exit 2
+    def broken(args: object, out: object) -> int:
+        raise RuntimeError("went wrong\n  on two lines")
+
+    monkeypatch.setattr(citeguard.cli, "_check", broken)
+    monkeypatch.delenv("CITEGUARD_DEBUG", raising=False)
+    assert citeguard.cli.main(["check", str(tmp_path / "x.md")]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "citeguard: error: went wrong on two lines "
+        "(RuntimeError; CITEGUARD_DEBUG=1 shows the traceback)\n"
+    )
+    monkeypatch.setenv("CITEGUARD_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="went wrong"):
+        citeguard.cli.main(["check", str(tmp_path / "x.md")])
+
+
+async def test_good_resolve_forms_are_accepted() -> None:
+    assert citeguard.cli._resolve_arg("a.example:127.0.0.1") == ("a.example", "127.0.0.1")
+    assert citeguard.cli._resolve_arg("a.example:8080:127.0.0.1") == ("a.example", "127.0.0.1")
+    assert citeguard.cli._resolve_arg("a.example:443:[::1]") == ("a.example", "[::1]")
+    assert citeguard.cli._resolve_arg("a.example:::1") == ("a.example", "::1")
+    # ADDR:PORT connects to that port whatever the URL says (StaticResolver's connect-to form)
+    assert citeguard.cli._resolve_arg("a.example:127.0.0.1:9000") == (
+        "a.example",
+        "127.0.0.1:9000",
+    )
+
+
+async def test_version() -> None:
+    rc, out, err = await _cli("--version")
+    assert (rc, err) == (0, "")
+    assert out == f"citeguard {importlib.metadata.version('citeguard-agent')}\n"
+
+
+# ---------------------------------------------------------------------- --searches, score scales
+
+_SCORE = re.compile(r"(validity|diversity|freshness|query): (?:pass|FAIL|n/a) ([\d.]+) \(([^)]+)\)")
+
+
+async def test_searches_file_feeds_the_query_axis(farm: Farm, tmp_path: Path) -> None:
+    good = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    answer = tmp_path / "answer.md"
+    answer.write_text(f'The Eiffel Tower is "330 metres tall" [1].\n\n[1] {good}\n')
+    question = "How tall is the Eiffel Tower in 2026?"
+    # a raw Tavily response: its query dropped the year the question asked for
+    tavily = {
+        "query": "eiffel tower height",
+        "answer": None,
+        "images": [],
+        "results": [{"title": "Eiffel", "url": good, "content": "330 metres", "score": 0.9}],
+        "response_time": 0.8,
+    }
+    tav = tmp_path / "tavily.json"
+    tav.write_text(json.dumps(tavily))
+    listed = tmp_path / "searches.json"
+    listed.write_text(
+        json.dumps([{"query": "eiffel tower height 2026", "results": tavily["results"]}])
+    )
+    base = ["--allow-private", "--entailment", "none", "-q", question]
+    base += _resolve(farm, "facts.example.com")
+
+    # (one source, undated, for a question about 2026: the gate fails on diversity and
+    # freshness; what is checked here is the query axis and the output)
+    rc, out, err = await _cli("check", str(answer), "--json", *base)
+    assert rc in (0, 1) and err == "", err
+    assert json.loads(out)["axes"]["query"]["evaluated"] is False  # no searches: nothing to judge
+
+    rc, out, err = await _cli("check", str(answer), "--json", "--searches", str(tav), *base)
+    assert rc in (0, 1) and err == "", err
+    query = json.loads(out)["axes"]["query"]
+    assert query["evaluated"] is True and query["score"] < 5
+    assert [q["query"] for q in query["details"]["queries"]] == ["eiffel tower height"]
+    assert any("2026" in f["message"] for f in query["findings"]), query["findings"]
+
+    rc, out, err = await _cli("check", str(answer), "--json", "--searches", str(listed), *base)
+    verdict = json.loads(out)
+    assert verdict["axes"]["query"]["score"] == 5.0
+    assert not any(f["code"] == "not_retrieved" for f in verdict["axes"]["validity"]["findings"])
+
+    # the table labels each score with its scale (the query axis is 1-5, the others 0-1)
+    rc, out, err = await _cli("check", str(answer), "--searches", str(tav), *base)
+    assert err == ""
+    vector = next(line for line in out.splitlines() if line.startswith("verdict:"))
+    scales = {axis: scale for axis, _, scale in _SCORE.findall(vector)}
+    assert scales["query"] == "1–5" and scales["validity"] == "0–1", vector
+    assert set(scales) - {"query"} and all(
+        scale == "0–1" for axis, scale in scales.items() if axis != "query"
+    )

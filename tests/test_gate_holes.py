@@ -72,15 +72,19 @@ async def test_a_dangling_marker_fails_the_answer(farm: Farm) -> None:
     assert "unresolved_marker" in {f.code for f in verdict.axes["validity"].findings}
 
 
-async def test_cli_fails_an_empty_and_a_binary_file(tmp_path: Path) -> None:
+async def test_cli_fails_an_empty_and_refuses_a_binary_file(tmp_path: Path) -> None:
     empty = tmp_path / "empty.md"
     empty.write_bytes(b"")
+    rc, out, err = await _cli("check", str(empty), "--entailment", "none")
+    assert rc == 1, (out, err)  # an empty answer cites nothing: the gate rejects it
+    assert "verdict: REJECTED" in out
     binary = tmp_path / "blob.bin"
     binary.write_bytes(bytes(range(256)) * 8)
-    for path in (empty, binary):
-        rc, out, err = await _cli("check", str(path), "--entailment", "none")
-        assert rc == 1, (path, out, err)
-        assert "verdict: REJECTED" in out
+    rc, out, err = await _cli("check", str(binary), "--entailment", "none")
+    assert (rc, out) == (2, "")  # not an answer at all: a usage error, one line
+    assert (
+        err == f"citeguard: error: {binary} looks binary (a NUL byte at offset 0), not UTF-8 text\n"
+    )
 
 
 # --------------------------------------------------------------------------------------------

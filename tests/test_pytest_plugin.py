@@ -332,3 +332,68 @@ def test_marker_is_registered_and_the_entry_point_declared() -> None:
     assert meta["project"]["entry-points"]["pytest11"] == {"citeguard": "citeguard.pytest_plugin"}
     plugin = citeguard.pytest_plugin
     assert callable(plugin.pytest_addoption) and callable(plugin.citeguard_snapshot)
+
+
+_NO_ASYNC_PLUGIN = """
+import json, os
+import pytest
+
+def test_no_async_plugin_is_loaded(request):
+    assert not request.config.pluginmanager.has_plugin("asyncio")
+
+async def test_not_a_citeguard_test():
+    # an async test that uses no snapshot is not the citeguard plugin's to run
+    with open(os.environ["CG_PLUGIN_LOG"], "a") as f:
+        f.write(json.dumps(["test_not_a_citeguard_test", "ran"]) + "\\n")
+"""
+
+
+def test_async_tests_run_without_pytest_asyncio(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, site: _Site
+) -> None:
+    inner = _Inner(pytester, monkeypatch, site)
+    pytester.makeini("[pytest]\n")  # no asyncio_mode: pytest-asyncio is not there
+    pytester.makepyfile(test_plain_pytest=_NO_ASYNC_PLUGIN)
+    hits = len(site.hits)
+    args = ["-p", "no:asyncio", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
+
+    def run(*more: str, no_net: bool = False) -> tuple[pytest.RunResult, dict[str, str]]:
+        monkeypatch.setenv("CG_PLUGIN_NO_NET", "1" if no_net else "0")
+        inner.log.write_text("")
+        # a real pytest process, so pytest-asyncio (installed here) is surely not loaded
+        result = pytester.runpytest_subprocess(*_plugin_args(), *args, *more)
+        modes = dict(json.loads(line) for line in inner.log.read_text().splitlines())
+        return result, {k.split("::")[-1]: v for k, v in modes.items()}
+
+    result, modes = run("--citeguard-record=new", "-k", "not not_a_citeguard")
+    result.assert_outcomes(passed=4, deselected=1)
+    assert modes == {"test_story": "record", "test_fixture": "record"}
+    assert len(site.hits) == hits + 2
+    result, modes = run("--citeguard-record=none", "-k", "not not_a_citeguard", no_net=True)
+    result.assert_outcomes(passed=4, deselected=1)
+    assert modes == {"test_story": "replay", "test_fixture": "replay"}
+    assert len(site.hits) == hits + 2
+    # pytest's own answer to an async test no plugin runs, untouched by citeguard's
+    result, modes = run("-k", "not_a_citeguard")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*async def functions are not natively supported*"])
+    assert modes == {}
+
+
+def test_pytest_asyncio_in_strict_mode_leaves_unmarked_snapshot_tests_to_citeguard(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, site: _Site
+) -> None:
+    inner = _Inner(pytester, monkeypatch, site)
+    pytester.makeini(
+        "[pytest]\nasyncio_mode = strict\nasyncio_default_fixture_loop_scope = function\n"
+    )
+    # one test pytest-asyncio runs (its marker), the others unmarked: run by citeguard
+    pytester.makepyfile(
+        test_marked=_NEW_TEST.replace(
+            "@pytest.mark.citeguard_snapshot(",
+            "@pytest.mark.asyncio\n@pytest.mark.citeguard_snapshot(",
+        )
+    )
+    result, modes = inner.run("--citeguard-record=new")
+    result.assert_outcomes(passed=4)
+    assert modes == {"test_story": "record", "test_fixture": "record", "test_added_later": "record"}

@@ -50,7 +50,7 @@ from citeguard.checks._consistency import (
     content_words,
 )
 from citeguard.checks.judge import ChatJudge
-from citeguard.checks.minilm import bundled_model_path
+from citeguard.checks.minilm import bundled_model_path, quiet_model_load
 from citeguard.closing import AsyncClosing
 from citeguard.errors import EntailerError, JudgeError, MissingExtraError, PolicyError
 from citeguard.models import EntailmentLabel, EntailmentScore
@@ -530,9 +530,10 @@ class LocalEntailer(_ExecutorOwner):
                     raise MissingExtraError("sentence-transformers", "local") from exc
                 path = self._model_path or str(bundled_model_path())
                 try:
-                    self._model = SentenceTransformer(
-                        path, device=self._device, local_files_only=True
-                    )
+                    with quiet_model_load():
+                        self._model = SentenceTransformer(
+                            path, device=self._device, local_files_only=True
+                        )
                 except (OSError, ValueError) as exc:
                     raise EntailerError(f"cannot load embedding model {path!r}: {exc}") from exc
             return self._model

@@ -615,11 +615,12 @@ def _sentence_encoder() -> Any:
                 from citeguard.errors import MissingExtraError
 
                 raise MissingExtraError("sentence-transformers", "local") from exc
-            from citeguard.checks.minilm import bundled_model_path
+            from citeguard.checks.minilm import bundled_model_path, quiet_model_load
 
             path = str(bundled_model_path())
             try:
-                _ENCODER = SentenceTransformer(path, device="cpu", local_files_only=True)
+                with quiet_model_load():
+                    _ENCODER = SentenceTransformer(path, device="cpu", local_files_only=True)
             except (OSError, ValueError) as exc:
                 raise RegimeModelError(f"cannot load embedding model {path!r}: {exc}") from exc
         return _ENCODER

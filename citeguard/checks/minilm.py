@@ -4,10 +4,17 @@ is ever resolved against the Hugging Face hub."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.resources
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from citeguard.errors import MissingExtraError
+
+_QUIET = threading.RLock()
 
 
 def bundled_model_path() -> Path:
@@ -26,4 +33,30 @@ def bundled_model_path() -> Path:
     return path
 
 
-__all__ = ["bundled_model_path"]
+@contextmanager
+def quiet_model_load() -> Iterator[None]:
+    """Load a model inside this block without the progress bar transformers draws on stderr
+    ("Loading weights"): the library writes nothing to stderr on its own. The bar is switched
+    off for the load only, and transformers' (and huggingface_hub's) setting is put back after,
+    so a caller's own choice is left as it was."""
+    try:  # typed as Any: both are optional (the local extra), so mypy may not see them
+        hub: Any = importlib.import_module("huggingface_hub.utils")
+        hf_logging: Any = importlib.import_module("transformers.utils.logging")
+    except ImportError:  # not installed: the load fails on its own, with its own message
+        yield
+        return
+    with _QUIET:
+        was_on = bool(hf_logging.is_progress_bar_enabled())
+        hub_was_off = bool(hub.are_progress_bars_disabled())
+        if was_on:
+            hf_logging.disable_progress_bar()
+        try:
+            yield
+        finally:
+            if was_on:
+                hf_logging.enable_progress_bar()  # switches huggingface_hub's back on too
+                if hub_was_off:
+                    hub.disable_progress_bars()
+
+
+__all__ = ["bundled_model_path", "quiet_model_load"]

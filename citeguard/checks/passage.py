@@ -130,6 +130,11 @@ class PreparedText:
         """Normalised [start, end) → original [start, end)."""
         return self.to_orig_start(start), self.to_orig_end(end)
 
+    @property
+    def indexed(self) -> bool:
+        """Whether the sentence index :func:`find_paraphrase` needs is built."""
+        return self._sentences is not None
+
     def sentences(self) -> _SentenceIndex:
         if self._sentences is None:
             self._sentences = _SentenceIndex(self.text)

@@ -184,13 +184,16 @@ class MiniLMEncoder:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
                     raise MissingExtraError("sentence-transformers", "local") from exc
-                from citeguard.checks.minilm import bundled_model_path
+                from citeguard.checks.minilm import bundled_model_path, quiet_model_load
 
                 if self._threads:
                     torch.set_num_threads(self._threads)
                 path = self._path or str(bundled_model_path())
                 try:
-                    model = SentenceTransformer(path, device=self._device, local_files_only=True)
+                    with quiet_model_load():
+                        model = SentenceTransformer(
+                            path, device=self._device, local_files_only=True
+                        )
                 except (OSError, ValueError) as exc:
                     raise EntailerError(f"cannot load embedding model {path!r}: {exc}") from exc
                 self._content_ids = _content_table(model)

@@ -8,6 +8,7 @@ and extracted pages come in, an :class:`AxisResult` and reports come out.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -87,8 +88,43 @@ class ExtractedPage:
 
     @classmethod
     def of(cls, page: Page) -> ExtractedPage:
+        """The page prepared for matching. The sentence index of a text up to
+        :data:`_PREBUILT_INDEX_CHARS` is built here, where the extraction runs (~0.4 µs a
+        character: 4 ms for 10 kB); a longer one's is built in a thread when a pair needs it
+        (:func:`_verify_pairs`): unpickled from the extraction process it would hold the GIL
+        for as long in one piece."""
         main = prepare_text(page.main_text) if page.main_text else None
-        return cls(page=page, text=prepare_text(page.text), main=main)
+        text = prepare_text(page.text)
+        for prepared in (text, main):
+            if prepared is not None and len(prepared.text) <= _PREBUILT_INDEX_CHARS:
+                prepared.sentences()
+        return cls(page=page, text=text, main=main)
+
+    @property
+    def indexed(self) -> bool:
+        """Whether every text of the page has its sentence index (pairs verify in ~0.1 ms)."""
+        return self.text.indexed and (self.main is None or self.main.indexed)
+
+
+_PREBUILT_INDEX_CHARS = 50_000
+# pairs verified on the event loop at once, at most, on indexed pages (~0.1-0.3 ms each)
+_INLINE_PAIRS = 32
+
+
+async def _verify_pairs(
+    work: Sequence[tuple[_Pair, ExtractedPage]], policy: Policy, *, judged: bool
+) -> None:
+    """``verify_pair`` over ``work``: on the loop when that is sub-millisecond work, else in a
+    thread (a long page's first paraphrase search builds its index: 400 ms for 1 MB)."""
+
+    def run() -> None:
+        for pair, ext in work:
+            verify_pair(pair, ext, policy, judged=judged)
+
+    if len(work) > _INLINE_PAIRS or not all(ext.indexed for _, ext in work):
+        await asyncio.to_thread(run)
+    else:
+        run()
 
 
 @dataclass
@@ -364,8 +400,9 @@ class EarlyValidity:
         entailer: Entailer | None,
         excluded: frozenset[str] = frozenset(),
         cache: ScoreCache | None = None,
+        pairs: list[_Pair] | None = None,
     ) -> None:
-        self.pairs = build_pairs(answer)
+        self.pairs = build_pairs(answer) if pairs is None else pairs
         self._by_url: dict[str, list[_Pair]] = {}
         for p in self.pairs:
             self._by_url.setdefault(p.url, []).append(p)
@@ -377,6 +414,23 @@ class EarlyValidity:
         self._pending: list[_Pair] = []
         self._scoring: asyncio.Task[None] | None = None
         self._batches: list[asyncio.Task[None]] = []
+
+    @classmethod
+    async def begin(
+        cls,
+        answer: Answer,
+        *,
+        policy: Policy,
+        entailer: Entailer | None,
+        excluded: frozenset[str] = frozenset(),
+        cache: ScoreCache | None = None,
+    ) -> EarlyValidity:
+        """As the constructor; an answer of many claims has its pairs built in a thread."""
+        many = len(answer.claims) + len(answer.citations) > _INLINE_ROLL_UP
+        pairs = await asyncio.to_thread(build_pairs, answer) if many else build_pairs(answer)
+        return cls(
+            answer, policy=policy, entailer=entailer, excluded=excluded, cache=cache, pairs=pairs
+        )
 
     def page_arrived(
         self, url: str, res: FetchResult, job: asyncio.Future[ExtractedPage | None] | None
@@ -393,9 +447,8 @@ class EarlyValidity:
         if ext is None or ext.page.kind == "unsupported":
             return  # check_validity gives the status
         judged = self._entailer is not None
-        for pair in self._by_url[url]:
-            if not pair.verified:
-                verify_pair(pair, ext, self._policy, judged=judged)
+        work = [(pair, ext) for pair in self._by_url[url] if not pair.verified]
+        await _verify_pairs(work, self._policy, judged=judged)
         if self._entailer is not None:
             self._pending.extend(p for p in self._by_url[url] if _wants_score(p))
             if self._scoring is None or self._scoring.done():
@@ -453,7 +506,98 @@ async def check_validity(
     raw_url: dict[str, str] = {}
     normalized = {c.normalized_url for c in answer.citations if c.normalized_url}
 
-    # 1. resolution (per distinct URL)
+    # 1. resolution (per distinct URL); in a thread for an answer of many citations
+    resolve = functools.partial(
+        _resolution,
+        answer,
+        fetched,
+        pages,
+        excluded=excluded,
+        soft_404s=soft_404s,
+        url_status=url_status,
+        url_claims=url_claims,
+        raw_url=raw_url,
+    )
+    if len(answer.citations) > _INLINE_ROLL_UP:
+        await asyncio.to_thread(resolve)
+    else:
+        resolve()
+
+    # 2. per (claim, URL) pairs on resolving pages (pages that arrived early were verified then)
+    pairs = early.pairs if early is not None else build_pairs(answer)
+    if early is not None:
+        await early.verified()
+    judge = entailer if policy.entailment.check_entailment else None
+    if len(pairs) > _INLINE_ROLL_UP:
+        work = await asyncio.to_thread(_unverified, pairs, url_status, extracted)
+    else:
+        work = _unverified(pairs, url_status, extracted)
+    await _verify_pairs(work, policy, judged=judge is not None)
+
+    # 3. entailment, batched across the whole answer (and begun per page as pages arrived)
+    if early is not None:
+        await early.scored()
+    if judge is not None:
+        await score_pairs(judge, [p for p in pairs if _wants_score(p)], cache=cache)
+
+    # 4-6. the reports, on the loop when that is quick, else in a thread (a hostile answer
+    # can hold 100,000 claims: building their reports takes seconds)
+    roll_up = functools.partial(
+        _roll_up,
+        answer,
+        pairs,
+        fetched=fetched,
+        pages=pages,
+        policy=policy,
+        excluded=excluded,
+        retrieved=retrieved,
+        findings=findings,
+        url_status=url_status,
+        url_claims=url_claims,
+        raw_url=raw_url,
+        normalized=normalized,
+    )
+    if len(pairs) + len(answer.claims) > _INLINE_ROLL_UP:
+        return await asyncio.to_thread(roll_up)
+    return roll_up()
+
+
+def _unverified(
+    pairs: Sequence[_Pair],
+    url_status: Mapping[str, tuple[CitationStatus, str]],
+    extracted: Mapping[str, ExtractedPage],
+) -> list[tuple[_Pair, ExtractedPage]]:
+    """Each pair's URL status applied; the pairs on resolving pages still to verify."""
+    for pair in pairs:
+        st, why = url_status.get(pair.url, (CitationStatus.MALFORMED_URL, "unknown URL"))
+        if st is not CitationStatus.OK:
+            pair.status, pair.reason = st, why
+    return [
+        (pair, ext)
+        for pair in pairs
+        if pair.status is CitationStatus.OK
+        and not pair.verified
+        and (ext := extracted.get(pair.url)) is not None
+    ]
+
+
+def _resolution(
+    answer: Answer,
+    fetched: Mapping[str, FetchResult],
+    pages: Mapping[str, Page],
+    *,
+    excluded: frozenset[str],
+    soft_404s: Mapping[str, str],
+    url_status: dict[str, tuple[CitationStatus, str]],
+    url_claims: dict[str, dict[int, None]],
+    raw_url: dict[str, str],
+) -> None:
+    """Each distinct URL's status and reason (fetch, exclusion, unreadable page, soft 404),
+    the claims citing it and its first spelling, filled into the given dicts."""
+    url_problems: dict[str, Finding] = {}
+    for f in answer.findings:
+        if f.url is not None and f.code in ("blocked_scheme", "malformed_url", "not_checkable"):
+            url_problems.setdefault(f.url, f)
     for c in answer.citations:
         key = c.normalized_url or c.url
         raw_url.setdefault(key, c.url)
@@ -463,15 +607,7 @@ async def check_validity(
         if key in url_status:
             continue
         if c.normalized_url is None:
-            bad = next(
-                (
-                    f
-                    for f in answer.findings
-                    if f.url == c.url
-                    and f.code in ("blocked_scheme", "malformed_url", "not_checkable")
-                ),
-                None,
-            )
+            bad = url_problems.get(c.url)
             if bad is not None and bad.code == "blocked_scheme":
                 url_status[key] = (CitationStatus.BLOCKED_SCHEME, bad.message)
             elif bad is not None and bad.code == "not_checkable":
@@ -499,38 +635,42 @@ async def check_validity(
                 ):
                     url_status[key] = (
                         CitationStatus.UNSUPPORTED_TYPE,
-                        f"cannot read the page (content type {res.content_type or 'unknown'})",
+                        page.problem
+                        or f"cannot read the page (content type {res.content_type or 'unknown'})",
                     )
                 elif res.status is CitationStatus.OK and page is not None:
                     soft = soft_404_reason(page) or soft_404s.get(c.normalized_url)
                     if soft is not None:
                         url_status[key] = (CitationStatus.SOFT_404, soft)
 
-    # 2. per (claim, URL) pairs on resolving pages (pages that arrived early were verified then)
-    pairs = early.pairs if early is not None else build_pairs(answer)
-    if early is not None:
-        await early.verified()
-    for pair in pairs:
-        st, why = url_status.get(pair.url, (CitationStatus.MALFORMED_URL, "unknown URL"))
-        if st is not CitationStatus.OK:
-            pair.status, pair.reason = st, why
-    judge = entailer if policy.entailment.check_entailment else None
-    for pair in pairs:
-        ext = extracted.get(pair.url)
-        if pair.status is CitationStatus.OK and not pair.verified and ext is not None:
-            verify_pair(pair, ext, policy, judged=judge is not None)
 
-    # 3. entailment, batched across the whole answer (and begun per page as pages arrived)
-    if early is not None:
-        await early.scored()
-    if judge is not None:
-        await score_pairs(judge, [p for p in pairs if _wants_score(p)], cache=cache)
+# claims and pairs whose reports are built on the event loop, at most (~10 µs each)
+_INLINE_ROLL_UP = 64
 
+
+def _roll_up(
+    answer: Answer,
+    pairs: Sequence[_Pair],
+    *,
+    fetched: Mapping[str, FetchResult],
+    pages: Mapping[str, Page],
+    policy: Policy,
+    excluded: frozenset[str],
+    retrieved: frozenset[str] | None,
+    findings: list[Finding],
+    url_status: Mapping[str, tuple[CitationStatus, str]],
+    url_claims: Mapping[str, Mapping[int, None]],
+    raw_url: dict[str, str],
+    normalized: set[str],
+) -> ValidityOutcome:
+    """Claim and citation reports, the uncited references' findings and the validity axis."""
     # 4. roll up per claim
     claim_reports: list[ClaimReport] = []
     by_claim: dict[int, list[_Pair]] = {}
+    by_url: dict[str, list[_Pair]] = {}
     for p in pairs:
         by_claim.setdefault(p.claim.index, []).append(p)
+        by_url.setdefault(p.url, []).append(p)
     failing_pairs: list[_Pair] = []
     for claim in answer.claims:
         cps = by_claim.get(claim.index, [])
@@ -592,7 +732,7 @@ async def check_validity(
                 )
         res = fetched.get(key)
         page = pages.get(key)
-        url_pairs = [p for p in pairs if p.url == key]
+        url_pairs = by_url.get(key, [])
         shown = next((p for p in url_pairs if p.passage is not None and p.passage.found), None)
         passage = (pf.passage if pf is not None else None) or (shown.passage if shown else None)
         ent = (pf.entailment if pf is not None else None) or (shown.entailment if shown else None)

@@ -1,0 +1,211 @@
+"""The extraction child process (citeguard/extract_worker.py) and the extract stage's use of it.
+
+Real child processes, real pages served by the loopback farm; no mocks.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from citeguard import Guard, Policy
+from citeguard.extract_stage import _extract, _prepared
+from citeguard.extract_worker import ExtractionFailed, ProcessExtractor
+from citeguard.models import CitationStatus
+from citeguard.policy import EntailmentPolicy, FetchPolicy
+from tests.conftest import Farm
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+CLAIM = (
+    'The lighthouse "opened its doors to visitors again on Tuesday after a restoration that took'
+    ' three years" [1].'
+)
+ARTICLE = (Path(__file__).parent / "fixtures" / "pages" / "article.html").read_bytes()
+
+
+@pytest.fixture
+def worker() -> Iterator[ProcessExtractor]:
+    ex = ProcessExtractor(job_timeout=5.0)
+    try:
+        yield ex
+    finally:
+        ex.shutdown(wait=True)
+
+
+def test_jobs_run_in_the_child_in_order_and_return_their_results(
+    worker: ProcessExtractor,
+) -> None:
+    futures = [worker.submit(os.getpid) for _ in range(3)] + [worker.submit(pow, 2, 10)]
+    pids = {f.result(timeout=60) for f in futures[:3]}
+    assert futures[3].result(timeout=60) == 1024
+    assert len(pids) == 1 and os.getpid() not in pids  # one child, not this process
+    assert worker.completed == 4 and worker.restarts == 0
+
+
+def test_a_page_extracts_in_the_child_with_its_index_built(worker: ProcessExtractor) -> None:
+    job = functools.partial(
+        _extract,
+        ARTICLE,
+        url="https://example.com/a",
+        content_type="text/html",
+        headers={},
+        date_fallback=False,
+        limits=None,
+    )
+    ext = worker.submit(_prepared, job).result(timeout=60)
+    assert ext.page.kind == "html" and ext.page.text
+    assert ext.indexed  # a short page comes back ready for paraphrase search
+
+
+def test_a_job_past_its_time_fails_alone_and_the_next_runs_in_a_new_child() -> None:
+    ex = ProcessExtractor(job_timeout=0.5)
+    try:
+        assert ex.wait_ready(60)
+        first_pid = ex.submit(os.getpid).result(timeout=60)
+        slow = ex.submit(time.sleep, 30)
+        after = ex.submit(os.getpid)
+        t0 = time.monotonic()
+        with pytest.raises(ExtractionFailed, match=r"longer than 0\.5 s"):
+            slow.result(timeout=60)
+        assert time.monotonic() - t0 < 20  # killed, not waited for
+        assert after.result(timeout=60) != first_pid
+        assert ex.restarts == 1
+    finally:
+        ex.shutdown()
+
+
+def test_a_crashing_job_fails_alone(worker: ProcessExtractor) -> None:
+    crash = worker.submit(os._exit, 7)
+    after = worker.submit(pow, 3, 3)
+    with pytest.raises(ExtractionFailed, match="died"):
+        crash.result(timeout=60)
+    assert after.result(timeout=60) == 27
+    assert worker.restarts == 1
+
+
+def test_memory_is_capped_and_an_exception_comes_back_as_itself() -> None:
+    ex = ProcessExtractor(memory_limit_mb=512)
+    try:
+        with pytest.raises(MemoryError):
+            ex.submit(bytearray, 1 << 30).result(timeout=60)  # 1 GiB > the 512 MiB cap
+        with pytest.raises(ZeroDivisionError):
+            ex.submit(divmod, 1, 0).result(timeout=60)
+        assert ex.restarts == 0  # the child survives both
+    finally:
+        ex.shutdown()
+
+
+def test_what_a_job_prints_does_not_corrupt_the_replies(worker: ProcessExtractor) -> None:
+    assert worker.submit(print, "x" * 100_000).result(timeout=60) is None
+    assert worker.submit(pow, 2, 5).result(timeout=60) == 32
+
+
+def test_shutdown_stops_the_child_and_refuses_new_jobs() -> None:
+    ex = ProcessExtractor()
+    pid = ex.submit(os.getpid).result(timeout=60)
+    ex.shutdown(wait=True)
+    with pytest.raises(RuntimeError):
+        ex.submit(os.getpid)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.05)  # polling a process table under a deadline, not fixing a race
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_the_users_main_script_is_not_run_again_in_the_child(tmp_path: Path) -> None:
+    # ProcessPoolExecutor(spawn) re-runs a script's top level in every child; a script with no
+    # ``if __name__ == "__main__"`` then spawns again and fails. The extraction child does not.
+    marker = tmp_path / "runs.txt"
+    script = tmp_path / "service.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os
+            from citeguard.extract_worker import ProcessExtractor
+            with open({str(marker)!r}, "a") as f:
+                f.write(str(os.getpid()) + "\\n")
+            ex = ProcessExtractor()
+            print(ex.submit(pow, 6, 2).result(timeout=60))
+            ex.shutdown()
+            """
+        )
+    )
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.strip() == "36"
+    assert len(marker.read_text().split()) == 1
+
+
+# ---------------------------------------------------------------------- through the Guard
+
+
+def _policy(**fetch: object) -> Policy:
+    return Policy(
+        fetch=FetchPolicy(
+            allow_private_addresses=True,
+            url_timeout=3.0,
+            answer_deadline=10.0,
+            retries=0,
+            **fetch,  # type: ignore[arg-type]
+        ),
+        entailment=EntailmentPolicy(check_entailment=False),
+    )
+
+
+async def test_extract_in_process_checks_pages_in_the_child(farm: Farm) -> None:
+    url = farm.add("example.com", "/article", body=ARTICLE, content_type="text/html")
+    async with Guard(_policy(extract_in="process"), resolver=farm.resolver, now=lambda: NOW) as g:
+        verdict = await g.check(f"{CLAIM}\n\n[1] {url}\n")
+        worker = g._pages.worker
+        assert worker is not None and worker.completed >= 1
+    assert verdict.citations[0].status is CitationStatus.OK
+
+
+async def test_a_page_the_child_cannot_finish_in_time_fails_with_that_reason(farm: Farm) -> None:
+    # 2 MB of text: normalising it alone takes hundreds of milliseconds, far past 10 ms
+    body = ("The lighthouse opened its doors to visitors again on Tuesday. " * 32_000).encode()
+    url = farm.add("example.com", "/long", body=body, content_type="text/plain")
+    policy = _policy(extract_in="process", extract_timeout=0.01, max_body_bytes=4 << 20)
+    async with Guard(policy, resolver=farm.resolver, now=lambda: NOW) as g:
+        verdict = await g.check(f"{CLAIM}\n\n[1] {url}\n")
+    (c,) = verdict.citations
+    assert c.status is CitationStatus.UNSUPPORTED_TYPE
+    assert "longer than 0.01 s" in c.reason
+    assert not verdict.axes["validity"].passed
+
+
+async def test_auto_keeps_a_one_off_check_in_the_thread(farm: Farm) -> None:
+    url = farm.add("example.com", "/article", body=ARTICLE, content_type="text/html")
+    g = Guard(_policy(), resolver=farm.resolver, now=lambda: NOW)
+    try:
+        verdict = await g.check(f"{CLAIM}\n\n[1] {url}\n")
+        assert g._pages.worker is None  # no child started for one page
+    finally:
+        await g.aclose()
+    assert verdict.citations[0].status is CitationStatus.OK
+
+
+async def test_auto_starts_the_child_at_warm_up_and_thread_mode_never(farm: Farm) -> None:
+    async with Guard(_policy(), resolver=farm.resolver, now=lambda: NOW) as g:
+        worker = g._pages.worker
+        assert worker is not None and worker.ready
+    async with Guard(_policy(extract_in="thread"), resolver=farm.resolver, now=lambda: NOW) as g:
+        assert g._pages.worker is None
