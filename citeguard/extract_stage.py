@@ -244,15 +244,15 @@ class ExtractStage:
         if self._store is None:
             try:
                 extracted = await loop.run_in_executor(self._executor(), _prepared, extract)
-            except ExtractionFailed as exc:  # out of time or memory: this page alone fails
-                extracted = ExtractedPage.of(Page(url=url, kind="unsupported", problem=str(exc)))
+            except ExtractionFailed as exc:
+                extracted = ExtractedPage.of(_unreadable(url, exc))
         else:
 
             async def parse() -> Page:
                 try:
                     return await loop.run_in_executor(self._executor(), extract)
                 except ExtractionFailed as exc:
-                    return Page(url=url, kind="unsupported", problem=str(exc))
+                    return _unreadable(url, exc)
 
             digest = await loop.run_in_executor(self._executor(), _digest, res.body)
             page = await snapshot_page(self._store, self._mode, url + "#" + digest, key[3], parse)
@@ -273,6 +273,12 @@ async def _wanted(date_fallback: DateFallback) -> bool:
 
 def _prepared(extract: Callable[[], Page]) -> ExtractedPage:
     return ExtractedPage.of(extract())
+
+
+def _unreadable(url: str, exc: ExtractionFailed) -> Page:
+    """The page of a body the extraction child ran out of time or memory on, or died on: this
+    page alone fails (``unsupported_type``, with the reason)."""
+    return Page(url=url, kind="unsupported", problem=str(exc))
 
 
 def _digest(body: bytes) -> str:

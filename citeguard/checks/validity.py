@@ -426,7 +426,7 @@ class EarlyValidity:
         cache: ScoreCache | None = None,
     ) -> EarlyValidity:
         """As the constructor; an answer of many claims has its pairs built in a thread."""
-        many = len(answer.claims) + len(answer.citations) > _INLINE_ROLL_UP
+        many = len(answer.claims) + len(answer.citations) > _INLINE_ITEMS
         pairs = await asyncio.to_thread(build_pairs, answer) if many else build_pairs(answer)
         return cls(
             answer, policy=policy, entailer=entailer, excluded=excluded, cache=cache, pairs=pairs
@@ -518,7 +518,7 @@ async def check_validity(
         url_claims=url_claims,
         raw_url=raw_url,
     )
-    if len(answer.citations) > _INLINE_ROLL_UP:
+    if len(answer.citations) > _INLINE_ITEMS:
         await asyncio.to_thread(resolve)
     else:
         resolve()
@@ -528,7 +528,7 @@ async def check_validity(
     if early is not None:
         await early.verified()
     judge = entailer if policy.entailment.check_entailment else None
-    if len(pairs) > _INLINE_ROLL_UP:
+    if len(pairs) > _INLINE_ITEMS:
         work = await asyncio.to_thread(_unverified, pairs, url_status, extracted)
     else:
         work = _unverified(pairs, url_status, extracted)
@@ -557,7 +557,7 @@ async def check_validity(
         raw_url=raw_url,
         normalized=normalized,
     )
-    if len(pairs) + len(answer.claims) > _INLINE_ROLL_UP:
+    if len(pairs) + len(answer.claims) > _INLINE_ITEMS:
         return await asyncio.to_thread(roll_up)
     return roll_up()
 
@@ -644,8 +644,9 @@ def _resolution(
                         url_status[key] = (CitationStatus.SOFT_404, soft)
 
 
-# claims and pairs whose reports are built on the event loop, at most (~10 µs each)
-_INLINE_ROLL_UP = 64
+# claims, citations or pairs handled on the event loop at once, at most, when building pairs,
+# resolving URLs and writing reports (~10 µs each); more go to a thread
+_INLINE_ITEMS = 64
 
 
 def _roll_up(
