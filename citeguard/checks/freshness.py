@@ -1130,7 +1130,7 @@ def check_freshness(
                     code="freshness.missing_caveat",
                     message=(
                         f"{problem}; a {regime.value.replace('_', '-')} question needs one such "
-                        "as 'as of 2 December 2026'"
+                        f"as 'as of {now.day} {now:%B %Y}'"
                     ),
                     severity=Severity.ERROR if policy.require_caveat else Severity.WARNING,
                     axis="freshness",

@@ -226,6 +226,15 @@ def test_fresh_sources_with_caveat_pass() -> None:
     assert result.score == pytest.approx(2 / 3, abs=1e-3)
 
 
+def test_missing_caveat_message_names_the_checks_own_day() -> None:
+    later = NOW + timedelta(days=40)
+    cites = [report("https://a.example/btc", modified=later - timedelta(hours=12))]
+    result = check_freshness(PRICE_Q, "Bitcoin trades near $90,000.", cites, POLICY, now=later)
+    [f] = [f for f in result.findings if f.code == "freshness.missing_caveat"]
+    example = f"as of {later.day} {later:%B %Y}"
+    assert example in f.message and example in f.details["feedback"]
+
+
 def test_missing_caveat_fails_fast_question() -> None:
     cites = [report("https://a.example/btc", modified=ago(0.5))]
     result = check_freshness(PRICE_Q, "Bitcoin trades near $90,000.", cites, POLICY, now=NOW)
