@@ -141,9 +141,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--entailment",
-        choices=["local", "none"],
-        default="local",
-        help="entailment backend (default: local; 'none' skips it)",
+        choices=["auto", "local", "word_overlap", "none"],
+        default="auto",
+        help="claim-support backend (default: auto, the local model when the [local] extra is "
+        "installed, else word overlap, which the output says; 'none' skips it)",
     )
 
     d = sub.add_parser("demo", help="replay the bundled scenario (offline)")

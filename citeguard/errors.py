@@ -56,13 +56,21 @@ class EventLoopError(CiteguardError, RuntimeError):
     """A blocking entry point was called inside a running event loop; use its async twin."""
 
 
+# torch first, as its CPU build: sentence-transformers would otherwise pull a multi-GB CUDA build
+_TORCH_FIRST = "pip install torch --index-url https://download.pytorch.org/whl/cpu && "
+
+
+def install_hint(extra: str) -> str:
+    """The complete install line for an extra (the ``local`` one installs CPU torch first)."""
+    first = _TORCH_FIRST if extra == "local" else ""
+    return f"{first}pip install 'citeguard-agent[{extra}]'"
+
+
 class MissingExtraError(CiteguardError, ImportError):
     """An optional dependency is missing."""
 
     def __init__(self, package: str, extra: str) -> None:
-        super().__init__(
-            f"{package} is not installed; install it with: pip install 'citeguard-agent[{extra}]'"
-        )
+        super().__init__(f"{package} is not installed; install it with: {install_hint(extra)}")
         self.package = package
         self.extra = extra
 

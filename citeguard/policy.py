@@ -199,7 +199,9 @@ class EntailmentPolicy(_Section):
     """Claim entailment."""
 
     check_entailment: bool = True
-    backend: Literal["local", "nli", "judge", "none"] = "local"
+    # "auto": the local model when the [local] extra is installed, else the judge when
+    # Policy.judge is configured, else word overlap (a weaker tier the verdict reports)
+    backend: Literal["auto", "local", "nli", "judge", "word_overlap", "none"] = "auto"
     model_path: str | None = None  # for backend="nli"; backend="judge" uses Policy.judge
     support_threshold: float = Field(0.52, ge=0, le=1)  # LocalEntailer: calibration-split best
     contradiction_threshold: float = Field(0.5, ge=0, le=1)

@@ -111,6 +111,10 @@ def render_verdict(verdict: Verdict, *, title: str | None = None) -> str:
         if c.text_fragment_url:
             rows.append(f"{_NOTE}open at passage: {c.text_fragment_url}")
     lines: list[str] = [title] if title else []
+    validity = verdict.axes.get("validity")
+    for f in validity.findings if validity is not None else ():
+        if f.code == "validity.entailment_fallback":  # how the claims were judged, first
+            lines.append(f"claim support: {f.message}")
     lines.append(table(_CITATION_COLUMNS, rows, rstrip=False))
     lines.append(render_vector(verdict))
     for f in verdict.findings:

@@ -50,9 +50,15 @@ from citeguard.checks._consistency import (
     content_words,
 )
 from citeguard.checks.judge import ChatJudge
-from citeguard.checks.minilm import bundled_model_path, quiet_model_load
+from citeguard.checks.minilm import bundled_model_path, local_extra_missing, quiet_model_load
 from citeguard.closing import AsyncClosing
-from citeguard.errors import EntailerError, JudgeError, MissingExtraError, PolicyError
+from citeguard.errors import (
+    EntailerError,
+    JudgeError,
+    MissingExtraError,
+    PolicyError,
+    install_hint,
+)
 from citeguard.models import EntailmentLabel, EntailmentScore
 from citeguard.policy import EntailmentPolicy, JudgePolicy
 from citeguard.text import bounded_sentence_spans
@@ -270,10 +276,17 @@ class WordOverlapEntailer:
     name: str = "word_overlap"
 
     def __init__(
-        self, *, threshold: float = WORD_OVERLAP_THRESHOLD, policy: EntailmentPolicy | None = None
+        self,
+        *,
+        threshold: float = WORD_OVERLAP_THRESHOLD,
+        policy: EntailmentPolicy | None = None,
+        fallback: str | None = None,
     ) -> None:
         self._policy = policy or EntailmentPolicy()
         self._threshold = threshold
+        # why ``backend="auto"`` chose this tier (None: chosen on purpose); the validity axis
+        # reports it as a finding, so a verdict says how its claims were judged
+        self.fallback = fallback
 
     async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
         """Score each pair by content-word recall."""
@@ -1301,6 +1314,21 @@ def make_entailer(policy: EntailmentPolicy, judge: JudgePolicy | None = None) ->
     """
     if not policy.check_entailment or policy.backend == "none":
         return None
+    if policy.backend == "auto":
+        missing = local_extra_missing()
+        if missing is None:
+            return LocalEntailer(model_path=policy.model_path, policy=policy)
+        if judge is not None and judge.configured:
+            return JudgeEntailer(policy=policy, judge=judge)
+        return WordOverlapEntailer(
+            policy=policy,
+            fallback=(
+                f"claims were judged by word overlap, a weaker tier: the local model is not "
+                f"installed ({missing} is missing; {install_hint('local')})"
+            ),
+        )
+    if policy.backend == "word_overlap":
+        return WordOverlapEntailer(policy=policy)
     if policy.backend == "local":
         return LocalEntailer(model_path=policy.model_path, policy=policy)
     if policy.backend == "nli":

