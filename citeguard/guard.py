@@ -176,6 +176,11 @@ class Guard:
             await closer()
         self._pages.close()
 
+    def now(self) -> datetime:
+        """The guard's clock (the ``now`` it was given, else the current UTC time): what it
+        dates findings by and reads search results' relative ages ("3 days ago") against."""
+        return self._now()
+
     def _get_fetcher(self) -> Fetcher | SnapshotFetcher:
         if self._fetcher is None:
             policy, resolver, sleep = self.policy.fetch, self._resolver, self._sleep
