@@ -1,4 +1,4 @@
-"""The ``citeguard`` command line: ``check``, ``demo``, ``snapshot`` and ``report``.
+"""The ``citeguard`` command line: ``check``, ``demo``, ``snapshot``, ``report`` and ``rescore``.
 
 Library errors become usage errors here, at the edge: exit 0 pass, 1 fail, 2 usage error.
 Bad input of any kind (an argument, a file that is missing, a directory, unreadable, binary or
@@ -171,6 +171,46 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="failing answers the report keeps in full (default: 10)",
     )
+
+    rs = sub.add_parser(
+        "rescore",
+        help="re-run the gate over logged cases with a policy: new cases and what moved",
+    )
+    rs.add_argument("file", help="the JSONL log (one GuardResult.to_case() a line)")
+    rs.add_argument(
+        "--policy",
+        required=True,
+        metavar="FILE",
+        help="the Policy as JSON (as Policy.model_dump_json() writes it; keys left out keep "
+        "their defaults)",
+    )
+    rs.add_argument("--out", metavar="PATH", help="the new cases (default: FILE.rescored.jsonl)")
+    rs.add_argument("--diff", metavar="PATH", help="what moved, as JSON (default: OUT.diff.json)")
+    rs.add_argument("--engine", choices=["inprocess", "ray"], default="inprocess")
+    rs.add_argument(
+        "--workers",
+        type=_positive_arg,
+        default=None,
+        metavar="N",
+        help="Ray workers (--engine ray only; default: 2)",
+    )
+    rs.add_argument(
+        "--concurrency",
+        type=_positive_arg,
+        default=8,
+        metavar="N",
+        help="cases checked at once per worker (default: 8)",
+    )
+    rs.add_argument(
+        "--live", action="store_true", help="check the cases that have no snapshot live"
+    )
+    rs.add_argument(
+        "--store",
+        metavar="LOCATION",
+        help="the snapshot store to replay from (a SQLite path or redis:// URL) instead of the "
+        "one each case names, and for cases that name none",
+    )
+    rs.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p
 
 
@@ -223,6 +263,8 @@ def _main(argv: Sequence[str] | None, *, out: TextIO | None) -> int:
             return run_demo(out=out, as_json=args.json, live=args.live, record=args.record)
         if args.cmd == "report":
             return _report(args, out)
+        if args.cmd == "rescore":
+            return _rescore(args, out)
     except CiteguardError as e:
         print(f"citeguard: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_USAGE
@@ -386,6 +428,72 @@ def _report(args: argparse.Namespace, out: TextIO) -> int:
         out.write(report.model_dump_json(indent=2) + "\n")
     else:
         out.write(render_report(report) + "\n")
+    return EXIT_PASS
+
+
+_MAX_WORKERS = 256  # --workers and --concurrency above this are typos
+
+
+def _positive_arg(value: str) -> int:
+    """A whole number from 1 to 256 (``rescore --workers``, ``--concurrency``)."""
+    n = _count_arg(value)
+    if not 1 <= n <= _MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"expected 1 to {_MAX_WORKERS}, got {n}")
+    return n
+
+
+def _rescore(args: argparse.Namespace, out: TextIO) -> int:
+    """``citeguard rescore``: a bad policy file, an unreadable log or an output that cannot be
+    written is one error line and exit 2; bad lines are skipped and counted (one warning line);
+    a log of which no case could be rescored is exit 2 with the first reason."""
+    from citeguard.rescore import render_summary, rescore_file
+
+    if args.workers is not None and args.engine != "ray":
+        raise InputError("--workers needs --engine ray")
+    name = _name(args.policy)
+    text = _text_of(_read_input(args.policy), name)
+    try:
+        policy = Policy.model_validate_json(text)
+    except CiteguardError as e:  # a PolicyError: pydantic's first problem, in one line
+        raise InputError(f"{name}: not a policy ({_one_line(e)})") from None
+    src = Path(args.file)
+    dst = Path(args.out) if args.out else src.with_name(src.name + ".rescored.jsonl")
+    diff = (
+        Path(args.diff)
+        if args.diff
+        else dst.with_name(dst.name.removesuffix(".jsonl") + ".diff.json")
+    )
+    summary = rescore_file(
+        src,
+        policy,
+        out=dst,
+        diff=diff,
+        engine=args.engine,
+        workers=args.workers or 2,
+        concurrency=args.concurrency,
+        live=args.live,
+        store=args.store,
+        progress=sys.stderr,
+        quiet=True,
+    )
+    first = summary.skipped[0] if summary.skipped else ""
+    if summary.lines and not summary.rescored:
+        print(
+            f"citeguard: error: {src}: no case could be rescored "
+            f"({summary.skipped_count} skipped; {first})",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    if summary.skipped_count:
+        print(
+            f"citeguard: warning: {src}: {summary.skipped_count} of {summary.lines} lines not "
+            f"rescored ({first})",
+            file=sys.stderr,
+        )
+    if args.json:
+        out.write(summary.model_dump_json(indent=2) + "\n")
+    else:
+        out.write(render_summary(summary) + f"\nwrote {dst} and {diff}\n")
     return EXIT_PASS
 
 

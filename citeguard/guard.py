@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import itertools
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -19,6 +20,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
 
+from citeguard.case_log import CaseLog
 from citeguard.checks.base import CheckContext
 from citeguard.checks.entail import Entailer, make_entailer
 from citeguard.checks.freshness import JudgeFreshnessClassifier, RegimeClassifier
@@ -80,6 +82,9 @@ class Guard:
     can pass a ``ProcessPoolExecutor`` (e.g. ``ProcessPoolExecutor(1, initializer=os.nice,
     initargs=(10,))``): extraction threads compete with the event loop for the GIL and the CPU,
     which raises its lag (benchmarks/README.md). The Guard does not shut it down.
+    ``log_to``: a JSONL file every guarded run (:meth:`run`, :meth:`wrap`, :meth:`stream_run`;
+    not a bare :meth:`check`) appends its case to (:mod:`citeguard.case_log`), off the event
+    loop; :meth:`aclose` closes it.
     """
 
     def __init__(
@@ -94,6 +99,7 @@ class Guard:
         now: Callable[[], datetime] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         extract_executor: Executor | None = None,
+        log_to: str | os.PathLike[str] | None = None,
     ) -> None:
         self.policy = policy if policy is not None else Policy()
         if not isinstance(self.policy, Policy):
@@ -122,6 +128,7 @@ class Guard:
             limits=self.policy.fetch,
         )
         self._snapshot_ready = False
+        self._case_log = CaseLog(log_to) if log_to is not None else None
         self._checks = build_checks(self.policy)
         # entailment scores by (backend, claim, evidence): later attempts reuse earlier ones
         self._scores = ScoreCache()
@@ -175,6 +182,8 @@ class Guard:
         if closer is not None:
             await closer()
         self._pages.close()
+        if self._case_log is not None:
+            await self._case_log.aclose()
 
     def now(self) -> datetime:
         """The guard's clock (the ``now`` it was given, else the current UTC time): what it
@@ -455,6 +464,8 @@ class Guard:
                     ),
                 )
                 self.tracing.record_result(root, result)
+        if self._case_log is not None:
+            await self._case_log.log(result, question, timestamp=self._now(), store=self.cache)
         if not result.passed and ON_FAIL[self.policy.on_fail].raises:
             raise CitationRejected(result.message or "the answer failed the citation guard", result)
         return result

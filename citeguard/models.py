@@ -497,6 +497,16 @@ class Attempt(_Model):
     repairs: list[Repair] = Field(default_factory=list)
 
 
+class SnapshotRef(_Model):
+    """Where a logged run's searches and pages were recorded, for ``citeguard rescore`` to
+    replay them: a snapshot store (an SQLite file path, or a ``redis://`` URL with its password
+    left out, and its namespace) and the version the run used."""
+
+    store: str
+    namespace: str | None = None  # Redis stores only
+    version: int | None = None  # None: the store's newest
+
+
 class GuardResult(_Model):
     """A guarded run: the answer the user gets and every attempt that led to it."""
 
@@ -514,20 +524,37 @@ class GuardResult(_Model):
     # the repairs made to the answer returned (citeguard.repair)
     repairs: list[Repair] = Field(default_factory=list)
 
-    def to_case(self, prompt: str = "", *, timestamp: datetime | None = None) -> dict[str, Any]:
+    def to_case(
+        self,
+        prompt: str = "",
+        *,
+        timestamp: datetime | None = None,
+        snapshot: SnapshotRef | None = None,
+    ) -> dict[str, Any]:
         """This run as one line of the ``citeguard report`` log (README, "The traffic report and
-        its input"): a JSON-able dict; ``json.dumps`` it and append it to a ``.jsonl`` file.
-        ``prompt``: the user's question (a result does not hold it); ``timestamp``: when
-        (default: now)."""
+        its input"): a JSON-able dict; ``json.dumps`` it and append it to a ``.jsonl`` file
+        (``Guard(log_to=path)`` does). ``prompt``: the user's question (a result does not hold
+        it); ``timestamp``: when (default: now); ``snapshot``: the store the run recorded into.
+        It holds what ``citeguard rescore`` needs to run the gate again: the run's searches
+        (queries and results; the tools' raw JSON left out), the URLs the checked attempt
+        excluded, the structured items when the answer was structured."""
         when = timestamp if timestamp is not None else datetime.now().astimezone()
+        searches = [s for a in self.attempts for s in a.searches]
+        # the attempt whose verdict this is; a stripped answer was re-checked excluding nothing
+        checked = next((a for a in self.attempts if a.verdict is self.verdict), None)
+        excluded = checked.excluded_urls if checked and self.outcome != "stripped" else frozenset()
         return {
             "timestamp": when.isoformat(),
             "prompt": prompt,
-            "queries": [s.query for a in self.attempts for s in a.searches if s.query.strip()],
+            "queries": [s.query for s in searches if s.query.strip()],
             "answer": self.answer,
             "outcome": self.outcome,
             "attempts": len(self.attempts),
             "verdict": self.verdict.model_dump(mode="json"),
+            "searches": [s.model_dump(mode="json", exclude={"raw"}) for s in searches],
+            "excluded_urls": sorted(excluded),
+            "structured": self.structured,
+            "snapshot": snapshot.model_dump(mode="json") if snapshot is not None else None,
         }
 
 

@@ -740,11 +740,15 @@ class _Progress:
         if now - self._last < self._interval:
             return
         self._last = now
-        share = f" ({min(done * 100 // self._total, 100)}%)" if self._total else ""
-        text = f"citeguard report: {cases:,} cases read{share}"
+        text = self._text(done, cases)
         self._stream.write("\r" + text.ljust(self._width))
         self._stream.flush()
         self._width = max(self._width, len(text))
+
+    def _text(self, done: int, cases: int) -> str:
+        """The meter's line; ``done`` counts what was read (bytes for report), ``cases`` cases."""
+        share = f" ({min(done * 100 // self._total, 100)}%)" if self._total else ""
+        return f"citeguard report: {cases:,} cases read{share}"
 
     def close(self) -> None:
         if self._stream is not None and self._width:

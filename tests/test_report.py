@@ -326,7 +326,13 @@ def test_to_case_is_one_jsonl_line_build_report_reads() -> None:
         "outcome",
         "attempts",
         "verdict",
+        "searches",  # what citeguard rescore needs to run the gate again
+        "excluded_urls",
+        "structured",
+        "snapshot",
     }
+    assert [s["query"] for s in case["searches"]] == ["GDPR fines EU", " ", "GDPR 2025"]
+    assert case["excluded_urls"] == [] and case["snapshot"] is None
     assert case["timestamp"] == "2026-12-02T12:30:00+00:00"
     assert case["queries"] == ["GDPR fines EU", "GDPR 2025"]  # blank queries are none
     assert case["attempts"] == 2 and case["outcome"] == "failed"
