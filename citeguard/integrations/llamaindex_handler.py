@@ -32,8 +32,9 @@ When the verdict comes
     ``metadata`` holds the run id (``"citeguard_run_id"``) at once and the
     :class:`~citeguard.integrations.runs.RunVerdict` (``"citeguard_verdict"``) once checked;
     ``on_verdict`` gets each verdict, and the check is a ``citeguard.callback`` span. A
-    streaming response is checked when ``averdict`` is awaited after the stream was consumed
-    (``get_response()``, ``print_response_stream()``, ``async_response_gen()``).
+    streaming response is checked when ``averdict`` is awaited after the stream was consumed to
+    its end (``response_gen``, ``get_response()``, ``print_response_stream()``,
+    ``async_response_gen()``); before that ``averdict`` raises :class:`~citeguard.UsageError`.
 
 Modes: ``report`` returns the verdict; ``raise`` makes ``averdict`` / ``verdict`` raise
 :class:`~citeguard.CitationRejected` for a failing answer. Regeneration is
@@ -48,7 +49,7 @@ import inspect
 import logging
 import uuid
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +117,7 @@ class _Pending:
     searches: list[SearchRecord]
     response: Any
     task: asyncio.Task[RunVerdict] | None = None
+    streamed: str | None = None  # a stream's whole text, once its generator ran to its end
 
 
 class _Deferred:
@@ -148,6 +150,7 @@ class _Deferred:
         while len(self._pending) > self._keep:
             self._pending.popitem(last=False)
         if _is_stream(response):
+            _record_stream(pending)
             return  # its text exists once the caller has consumed it
         try:
             loop = asyncio.get_running_loop()
@@ -157,7 +160,7 @@ class _Deferred:
         pending.task.add_done_callback(_log_failure)
 
     async def _run(self, pending: _Pending) -> RunVerdict:
-        answer = _answer_of(pending.response)
+        answer = _answer_of(pending.response, pending.streamed)
         got = await self._checker.check(
             pending.run_id, question=pending.question, answer=answer, searches=pending.searches
         )
@@ -215,14 +218,45 @@ def _is_stream(response: Any) -> bool:
     return hasattr(response, "response_gen") or hasattr(response, "async_response_gen")
 
 
-def _answer_of(response: Any) -> str:
-    """The answer of a response, with its ``[n]`` markers bound to its source nodes."""
+def _record_stream(pending: _Pending) -> None:
+    """Wrap the stream's generator so that its end keeps the whole text in ``pending``:
+    LlamaIndex sets no ``response_txt`` when ``response_gen`` is iterated directly, and a
+    partial one while ``async_response_gen()`` runs, so it cannot tell a consumed stream."""
+    response = pending.response
+    gen = getattr(response, "response_gen", None)
+    parts: list[str] = []
+    if isinstance(gen, AsyncIterator):
+
+        async def arecorded() -> AsyncIterator[str]:
+            async for text in gen:
+                parts.append(text)
+                yield text
+            pending.streamed = "".join(parts)
+
+        response.response_gen = arecorded()
+    elif isinstance(gen, Iterator):
+
+        def recorded() -> Iterator[str]:
+            for text in gen:
+                parts.append(text)
+                yield text
+            pending.streamed = "".join(parts)
+
+        response.response_gen = recorded()
+    elif isinstance(text := getattr(response, "response_txt", None), str):
+        pending.streamed = text  # no generator: its text is all there is
+
+
+def _answer_of(response: Any, streamed: str | None = None) -> str:
+    """The answer of a response, with its ``[n]`` markers bound to its source nodes (a
+    stream's: ``streamed``, its text once consumed)."""
     if _is_stream(response):
-        text = getattr(response, "response_txt", None)
+        text = streamed
         if not isinstance(text, str):
             raise UsageError(
-                "a streaming response is checked after its stream was consumed (get_response(), "
-                "print_response_stream() or async_response_gen()); await averdict() then"
+                "a streaming response is checked after its stream was consumed to its end "
+                "(response_gen, get_response(), print_response_stream() or async_response_gen()); "
+                "await averdict() then"
             )
         response = Response(text, source_nodes=list(getattr(response, "source_nodes", [])))
     return render_response(response)
