@@ -82,6 +82,8 @@ class Guard:
     can pass a ``ProcessPoolExecutor`` (e.g. ``ProcessPoolExecutor(1, initializer=os.nice,
     initargs=(10,))``): extraction threads compete with the event loop for the GIL and the CPU,
     which raises its lag (benchmarks/README.md). The Guard does not shut it down.
+    ``limits_redis``: a Redis URL whose per-host limits every replica using it shares
+    (``Policy.fetch.per_host_concurrency`` / ``per_host_rate``, 429 pauses; extra ``redis``).
     ``log_to``: a JSONL file every guarded run (:meth:`run`, :meth:`wrap`, :meth:`stream_run`;
     not a bare :meth:`check`) appends its case to (:mod:`citeguard.case_log`), off the event
     loop; :meth:`aclose` closes it.
@@ -99,6 +101,7 @@ class Guard:
         now: Callable[[], datetime] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         extract_executor: Executor | None = None,
+        limits_redis: str | None = None,
         log_to: str | os.PathLike[str] | None = None,
     ) -> None:
         self.policy = policy if policy is not None else Policy()
@@ -113,6 +116,7 @@ class Guard:
             raise PolicyError(f"snapshot_mode={mode.value!r} needs a cache (a SnapshotStore)")
         self.snapshot_mode = mode
         self._resolver = resolver
+        self._limits_redis = limits_redis
         self._sleep = sleep
         self._now = now or (lambda: datetime.now(UTC))
         self._entailer_given = entailer is not _DEFAULT
@@ -193,9 +197,10 @@ class Guard:
     def _get_fetcher(self) -> Fetcher | SnapshotFetcher:
         if self._fetcher is None:
             policy, resolver, sleep = self.policy.fetch, self._resolver, self._sleep
+            limits = self._limits_redis
 
             def factory() -> Fetcher:
-                return Fetcher(policy, resolver=resolver, sleep=sleep)
+                return Fetcher(policy, resolver=resolver, sleep=sleep, limits_redis=limits)
 
             if self.cache is None:
                 self._fetcher = factory()

@@ -136,6 +136,17 @@ class FetchPolicy(_Section):
     max_decompressed_bytes: int = Field(DEFAULT_MAX_DECOMPRESSED_BYTES, gt=0)
     global_concurrency: int = Field(DEFAULT_GLOBAL_CONCURRENCY, gt=0)
     per_host_concurrency: int = Field(DEFAULT_PER_HOST_CONCURRENCY, gt=0)
+    # Per-host limits (web/limits.py): per_host_rate requests to one host in any one-second
+    # window (None: no rate limit), bursts included; the window the fetcher keeps is 1 s +
+    # per_host_rate_margin, for the time between a grant and the request reaching the host.
+    # With a shared Redis (Guard / Fetcher limits_redis=URL) per_host_concurrency and
+    # per_host_rate hold across every replica using it, and a 429 / Retry-After pauses the host
+    # for all of them; a Redis call that fails or takes over limits_redis_timeout seconds sends
+    # the replica to its own limits for limits_fallback_seconds (with a finding).
+    per_host_rate: int | None = Field(None, gt=0, le=10_000)
+    per_host_rate_margin: float = Field(0.05, ge=0, le=1)
+    limits_redis_timeout: float = Field(0.25, gt=0, le=10)
+    limits_fallback_seconds: float = Field(30.0, ge=0)
     retries: int = Field(DEFAULT_RETRIES, ge=0)
     retry_backoff: float = Field(DEFAULT_RETRY_BACKOFF, ge=0)
     retry_after_cap: float = Field(DEFAULT_RETRY_AFTER_CAP, ge=0)

@@ -21,6 +21,9 @@ How one URL is fetched:
    fetched, as do loops, too many hops, malformed targets and hops to blocked schemes or addresses.
 6. Transient failures (reset, 429, 502, 503, 504) are retried by tenacity with exponential backoff,
    honouring ``Retry-After`` up to ``policy.retry_after_cap`` and never past the deadline.
+   Every request first takes a lease from the per-host limiter (:mod:`citeguard.web.limits`:
+   concurrency, rate, pauses; shared across replicas with ``limits_redis``), and a 429 or a
+   ``Retry-After`` pauses the host for every other request to it.
 7. Bodies are streamed under a raw-size cap and a decompressed-size cap (decompression is done here,
    incrementally, so a gzip bomb never grows memory past the cap).
 """
@@ -30,17 +33,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
-import functools
 import ipaddress
+import math
 import socket
 import ssl
 import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.cookies import SimpleCookie
+from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import aiohttp
@@ -52,6 +56,7 @@ from citeguard.closing import AsyncClosing
 from citeguard.errors import PolicyError
 from citeguard.models import CitationStatus, FetchResult, Outcome
 from citeguard.policy import FetchPolicy
+from citeguard.web.limits import HostLimiter, make_limiter
 from citeguard.web.urls import (
     UrlProblem,
     blocked_address_reason,
@@ -77,6 +82,7 @@ _SMALL_BODY = 256 * 1024  # announced bodies up to this size are read in one cal
 _DECODE_STEP = 1024 * 1024  # the most one brotli call may inflate (memory per step)
 _DNS_CACHE_SIZE = 4096
 _GRACE = 0.05  # seconds a waiter gives a fetch to report its own timeout
+_TICK = 0.005  # per-URL deadlines falling in one such slice share one loop timer (seconds)
 # Response headers that are not worth keeping in a result (privacy, size).
 _DROP_HEADERS = frozenset({"set-cookie"})
 # Headers that bot-mitigation services put on their challenge pages.
@@ -107,6 +113,7 @@ if _brotli is not None and not _brotli_can_limit():  # pragma: no cover - old br
     _brotli = None
 
 _ACCEPT_ENCODING = "gzip, deflate, br" if _brotli is not None else "gzip, deflate"
+_EMPTY: Mapping[str, str] = MappingProxyType({})
 _ACCEPT = "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,*/*;q=0.5"
 
 
@@ -391,7 +398,7 @@ class _Decoder:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _Hop:
     """The outcome of one HTTP request (one attempt at one hop)."""
 
@@ -399,14 +406,14 @@ class _Hop:
     reason: str
     method: Literal["HEAD", "GET", "NONE"] = "NONE"
     http_status: int | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] | None = None  # None until a response came
     content_type: str | None = None
     location: str | None = None
     body: bytes | None = None
     truncated: bool = False
     transient: bool = False
     retry_after: float | None = None
-    cookies: dict[str, str] = field(default_factory=dict)
+    cookies: Mapping[str, str] | None = None
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -503,14 +510,14 @@ def _error_hop(exc: BaseException, method: Literal["HEAD", "GET"]) -> _Hop:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _CacheEntry:
     result: FetchResult
     expires: float
     size: int
 
 
-@dataclass
+@dataclass(slots=True)
 class _InFlight:
     task: asyncio.Task[FetchResult]
     waiters: int = 0
@@ -519,55 +526,48 @@ class _InFlight:
 _Started = tuple[str, _InFlight]  # (normalised URL, the fetch in flight for it)
 
 
-class _HostSlot:
-    """One host's semaphore and how many requests hold it or wait for it."""
+class _Deadlines:
+    """Per-URL time limits on one loop, with one timer for all deadlines in a ``_TICK`` slice.
 
-    __slots__ = ("sem", "users")
-
-    def __init__(self, limit: int) -> None:
-        self.sem = asyncio.Semaphore(limit)
-        self.users = 0
-
-
-class _Slots:
-    """Global and per-host request limits. Per-host semaphores disappear when unused.
-
-    Plain acquire/release methods rather than an async context manager: this runs once per
-    request, and generator-based context managers cost more than the rest of it.
+    What ``asyncio.timeout`` does per fetch (cancel the task when its time is up, and tell that
+    cancellation from any other), with the timers shared: a fetch of 2,000 URLs starts them
+    within a few milliseconds, so a handful of timers replace 2,000 (each with its own handle,
+    context copy and heap entry, all of them objects the GC walks while the fetches run). A
+    deadline fires at most ``_TICK`` late, well inside ``_GRACE``.
     """
 
-    def __init__(self, global_limit: int, host_limit: int) -> None:
-        self._global = asyncio.Semaphore(global_limit)
-        self._host_limit = host_limit
-        self._hosts: dict[str, _HostSlot] = {}
+    __slots__ = ("_expired", "_loop", "_slices")
 
-    async def acquire(self, host: str) -> _HostSlot:
-        slot = self._hosts.get(host)
-        if slot is None:
-            slot = self._hosts[host] = _HostSlot(self._host_limit)
-        slot.users += 1
-        try:
-            # Per-host first, so a request waiting for a busy host holds no global slot.
-            await slot.sem.acquire()
-            try:
-                await self._global.acquire()
-            except BaseException:
-                slot.sem.release()
-                raise
-        except BaseException:
-            self._drop(host, slot)
-            raise
-        return slot
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._slices: dict[int, set[asyncio.Task[Any]]] = {}
+        self._expired: set[asyncio.Task[Any]] = set()
 
-    def release(self, host: str, slot: _HostSlot) -> None:
-        self._global.release()
-        slot.sem.release()
-        self._drop(host, slot)
+    def add(self, task: asyncio.Task[Any], seconds: float) -> int:
+        """Cancel ``task`` in ``seconds`` (rounded up to the slice); returns its slice."""
+        key = math.ceil((self._loop.time() + seconds) / _TICK)
+        tasks = self._slices.get(key)
+        if tasks is None:
+            tasks = self._slices[key] = set()
+            self._loop.call_at(key * _TICK, self._expire, key)
+        tasks.add(task)
+        return key
 
-    def _drop(self, host: str, slot: _HostSlot) -> None:
-        slot.users -= 1
-        if slot.users == 0 and self._hosts.get(host) is slot:
-            del self._hosts[host]
+    def discard(self, task: asyncio.Task[Any], key: int) -> bool:
+        """``task`` is done with its deadline; True when the deadline cancelled it."""
+        tasks = self._slices.get(key)
+        if tasks is not None:
+            tasks.discard(task)
+        if task in self._expired:
+            self._expired.discard(task)
+            return True
+        return False
+
+    def _expire(self, key: int) -> None:
+        for task in self._slices.pop(key, ()):
+            if not task.done():
+                self._expired.add(task)
+                task.cancel()
 
 
 class Fetcher(AsyncClosing):
@@ -581,6 +581,9 @@ class Fetcher(AsyncClosing):
         clock: monotonic clock for budgets, elapsed times and cache expiry.
         cache_size: most results kept in the per-Fetcher cache (LRU).
         cache_bytes: most body bytes kept in the cache (LRU).
+        limits_redis: a Redis URL: share per-host concurrency, rate and pauses with every
+            replica that uses it (:class:`~citeguard.web.limits.RedisHostLimiter`, extra
+            ``redis``); default: this process's own limits.
 
     Use ``async with Fetcher(...) as f`` or call :meth:`aclose`. One Fetcher belongs to one event
     loop (its session is created in the first loop that uses it).
@@ -595,6 +598,7 @@ class Fetcher(AsyncClosing):
         clock: Callable[[], float] = time.monotonic,
         cache_size: int = 1024,
         cache_bytes: int = 64 * 1024 * 1024,
+        limits_redis: str | None = None,
     ) -> None:
         self.policy = policy if policy is not None else FetchPolicy()
         self._owns_resolver = resolver is None
@@ -608,8 +612,10 @@ class Fetcher(AsyncClosing):
         self._cache: OrderedDict[str, _CacheEntry] = OrderedDict()
         self._cached_bytes = 0
         self._inflight: dict[tuple[str, bool], _InFlight] = {}
+        self._deadlines: _Deadlines | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._slots: _Slots | None = None
+        self._limits_redis = limits_redis
+        self._limiter: HostLimiter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._private_hosts = frozenset(h.lower() for h in self.policy.allowed_private_hosts)
         self._closed = False
@@ -628,6 +634,9 @@ class Fetcher(AsyncClosing):
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._limiter is not None:
+            await self._limiter.aclose()
+            self._limiter = None
         if self._owns_resolver and isinstance(self.resolver, SystemResolver):
             await self.resolver.aclose()
 
@@ -637,11 +646,16 @@ class Fetcher(AsyncClosing):
             # Used from another event loop (e.g. a second asyncio.run): the session, semaphores
             # and fetches in flight belong to a loop that may be gone; start afresh in this one.
             self._session = None
-            self._slots = None
+            self._limiter = None  # its semaphores (and Redis client) belong to the old loop
             self._inflight.clear()
+        if self._loop is not loop:
+            self._deadlines = _Deadlines(loop)
         self._loop = loop
 
     def _get_session(self) -> aiohttp.ClientSession:
+        session = self._session
+        if session is not None and self._loop is asyncio.get_running_loop() and not session.closed:
+            return session  # every request asks: the common case first
         self._ensure_loop()
         if self._session is None or self._session.closed:
             p = self.policy
@@ -650,8 +664,10 @@ class Fetcher(AsyncClosing):
                 # The fetcher's resolver caches; the connector must ask the pinned resolver for
                 # every new connection so each one goes to a checked address.
                 use_dns_cache=False,
-                limit=p.global_concurrency,
-                limit_per_host=p.per_host_concurrency,
+                # the limiter (web/limits.py) is the one place limits are kept: every request
+                # holds a lease, so the connector need not count them again
+                limit=0,
+                limit_per_host=0,
                 enable_cleanup_closed=False,
             )
             self._session = aiohttp.ClientSession(
@@ -670,8 +686,15 @@ class Fetcher(AsyncClosing):
                 max_field_size=32 * 1024,
                 max_line_size=32 * 1024,
             )
-            self._slots = _Slots(p.global_concurrency, p.per_host_concurrency)
+            if self._limiter is None:
+                self._limiter = make_limiter(p, self._limits_redis)
         return self._session
+
+    @property
+    def limiter(self) -> HostLimiter | None:
+        """The per-host limiter (None before the first request); a
+        :class:`~citeguard.web.limits.RedisHostLimiter` lists its fallbacks in ``findings``."""
+        return self._limiter
 
     # ---- public API ------------------------------------------------------------------------
 
@@ -788,10 +811,7 @@ class Fetcher(AsyncClosing):
             if end is not None:
                 until = min(until, end)
             task = asyncio.get_running_loop().create_task(self._fetch_task(norm, want_body, until))
-            flight = _InFlight(task)
-            key = (norm, want_body)
-            self._inflight[key] = flight
-            task.add_done_callback(functools.partial(self._finish, key))
+            flight = self._inflight[(norm, want_body)] = _InFlight(task)
         return norm, flight
 
     async def _collect(self, started: list[_Started], end: float) -> list[FetchResult]:
@@ -836,22 +856,28 @@ class Fetcher(AsyncClosing):
             )
         return results
 
-    def _finish(self, key: tuple[str, bool], task: asyncio.Task[FetchResult]) -> None:
-        if self._inflight.get(key) is not None and self._inflight[key].task is task:
-            del self._inflight[key]
-        if task.cancelled() or task.exception() is not None:
-            return
-        self._cache_put(task.result())
-
     async def _fetch_task(self, url: str, want_body: bool, end: float) -> FetchResult:
+        """The task of one fetch in flight (``_inflight[(url, want_body)]``): it leaves the
+        in-flight table when it ends, however it ends, and caches what it found. (Done here, not
+        in a done-callback: no callback, context copy and handle per URL.)"""
         start = self._clock()
         state = _Progress(url=url, clock=self._clock, start=start)
+        task = asyncio.current_task()
+        deadlines = self._deadlines
+        assert task is not None and deadlines is not None
+        key = None
         try:
             remaining = end - start
             if remaining <= 0:
                 raise TimeoutError
-            async with asyncio.timeout(remaining):
+            key = deadlines.add(task, remaining)
+            try:
                 result = await self._follow(url, want_body, end, state)
+            except asyncio.CancelledError:
+                # ours (the deadline), unless someone else cancelled the task too
+                if deadlines.discard(task, key) and task.uncancel() == 0:
+                    raise TimeoutError from None
+                raise
         except TimeoutError:
             result = state.result(
                 CitationStatus.TIMEOUT,
@@ -861,6 +887,13 @@ class Fetcher(AsyncClosing):
             result = state.result(
                 CitationStatus.CONNECTION_ERROR, f"unexpected error: {type(exc).__name__}: {exc}"
             )
+        finally:
+            if key is not None:
+                deadlines.discard(task, key)
+            flight = self._inflight.get((url, want_body))
+            if flight is not None and flight.task is task:
+                del self._inflight[(url, want_body)]
+        self._cache_put(result)
         return result
 
     # ---- address safety -------------------------------------------------------------------
@@ -909,9 +942,9 @@ class Fetcher(AsyncClosing):
     # ---- redirects -------------------------------------------------------------------------
 
     async def _follow(self, url: str, want_body: bool, end: float, st: _Progress) -> FetchResult:
-        seen: dict[str, int] = {url: 1}
+        seen: dict[str, int] | None = None  # made at the first redirect, as are the cookies
         current = url
-        cookies: dict[str, str] = {}
+        cookies: Mapping[str, str] = _EMPTY
         while True:
             st.final_url = current
             # ``current`` is normalize_url's WHATWG serialisation, handed to aiohttp as it is
@@ -928,9 +961,16 @@ class Fetcher(AsyncClosing):
             problem = await self._address_problem(target_url)
             if problem is not None:
                 return st.result(*problem)
-            hop = await self._hop_with_retries(target_url, want_body, end, cookies, st)
+            # Fast path: most hops succeed or fail for good at once; the retry loop is built
+            # only for a transient outcome (per hop it costs more than the request itself on a
+            # fast network, and every object a waiting fetch holds is one more for the GC).
+            hop, head = await self._attempt(target_url, not want_body, want_body, cookies, end)
+            st.attempts = 1
+            if hop.transient:
+                hop = await self._retried(hop, head, target_url, want_body, end, cookies, st)
             st.absorb(hop)
-            cookies.update(hop.cookies)
+            if hop.cookies:
+                cookies = {**cookies, **hop.cookies}
             if hop.status is not None:
                 return st.result(hop.status, hop.reason, body=hop.body, truncated=hop.truncated)
             assert hop.location is not None
@@ -941,9 +981,9 @@ class Fetcher(AsyncClosing):
                 target_raw = join_url(current, hop.location)
                 target = normalize_url(target_raw, allowed_schemes=self.policy.allowed_schemes)
             except UrlProblem as p:
-                st.redirects.append(target_raw)
+                st.redirected(target_raw)
                 return st.result(p.status, f"redirect to {target_raw!r} refused: {p.reason}")
-            st.redirects.append(target)
+            hops = st.redirected(target)
             st.final_url = target
             if not same_site(url, target):
                 return st.result(
@@ -951,13 +991,15 @@ class Fetcher(AsyncClosing):
                     f"redirects from {registrable_domain(url)} to another site "
                     f"({registrable_domain(target)}); not followed",
                 )
+            if seen is None:
+                seen = {url: 1}
             visits = seen.get(target, 0)
             # A site may redirect to itself once to set a cookie; anything more is a loop.
             if visits and not (hop.cookies and visits < 2):
                 return st.result(
                     CitationStatus.REDIRECT_LOOP, f"redirect loop: {target} was already visited"
                 )
-            if len(st.redirects) > self.policy.max_redirects:
+            if hops > self.policy.max_redirects:
                 return st.result(
                     CitationStatus.TOO_MANY_REDIRECTS,
                     f"more than {self.policy.max_redirects} redirects",
@@ -967,29 +1009,73 @@ class Fetcher(AsyncClosing):
 
     # ---- retries ---------------------------------------------------------------------------
 
-    async def _hop_with_retries(
-        self, url: URL, want_body: bool, end: float, cookies: dict[str, str], st: _Progress
+    async def _attempt(
+        self,
+        url: URL,
+        use_head: bool,
+        want_body: bool,
+        cookies: Mapping[str, str],
+        end: float,
+        retry: bool = False,
+    ) -> tuple[_Hop, bool]:
+        """One attempt at one hop: HEAD (GET again when HEAD is refused) or GET. Returns the hop
+        and whether a later attempt may still start with HEAD. ``retry``: the attempt follows
+        a wait of its own (a host's pause is for the other requests)."""
+        if use_head:
+            hop = await self._request(url, "HEAD", want_body, cookies, end, retry)
+            code = hop.http_status
+            refused = code is not None and not (200 <= code < 300 or hop.status is None)
+            if not refused and hop.status not in _HEAD_FALLBACK_ERRORS:
+                return hop, True
+            # Some servers refuse or mishandle HEAD: ask again with GET.
+            if hop.transient:
+                return hop, False  # the retry loop waits (Retry-After, backoff) before the GET
+        return await self._request(url, "GET", want_body, cookies, end, retry), False
+
+    async def _retried(
+        self,
+        hop: _Hop,
+        use_head: bool,
+        url: URL,
+        want_body: bool,
+        end: float,
+        cookies: Mapping[str, str],
+        st: _Progress,
     ) -> _Hop:
+        """A transient first outcome, retried (it is tenacity's attempt 1); the reason says how
+        many attempts were made and why they stopped early, if they did."""
+        attempts, note = 1, None
+        if self.policy.retries > 0:
+            hop, attempts, note = await self._retry(hop, use_head, url, want_body, end, cookies)
+        st.attempts = attempts
+        if hop.transient and hop.status is not None:
+            tried = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+            hop.reason = f"{hop.reason} ({tried}{'; ' + note if note else ''})"
+        return hop
+
+    async def _retry(
+        self,
+        first: _Hop,
+        use_head: bool,
+        url: URL,
+        want_body: bool,
+        end: float,
+        cookies: Mapping[str, str],
+    ) -> tuple[_Hop, int, str | None]:
+        """Retry a transient first outcome under tenacity; (last hop, attempts, why it stopped
+        early, if it did)."""
         policy = self.policy
-        use_head = not want_body
         note: list[str] = []
-        attempts = 0
+        attempts = 1
+        pending = [first]
 
         async def attempt() -> _Hop:
             nonlocal use_head, attempts
+            if pending:
+                return pending.pop()  # attempt 1 was made already
             attempts += 1
-            if use_head:
-                hop = await self._request(url, "HEAD", want_body, cookies)
-                refused = hop.http_status is not None and not (
-                    200 <= hop.http_status < 300 or hop.status is None
-                )
-                if not refused and hop.status not in _HEAD_FALLBACK_ERRORS:
-                    return hop
-                # Some servers refuse or mishandle HEAD: ask again with GET.
-                use_head = False
-                if hop.transient:
-                    return hop  # the retry loop waits (Retry-After, backoff) before the GET
-            return await self._request(url, "GET", want_body, cookies)
+            hop, use_head = await self._attempt(url, use_head, want_body, cookies, end, True)
+            return hop
 
         def wait(rs: RetryCallState) -> float:
             hop: _Hop = rs.outcome.result()  # type: ignore[union-attr]
@@ -1016,49 +1102,54 @@ class Fetcher(AsyncClosing):
         def give_up(rs: RetryCallState) -> _Hop:
             return rs.outcome.result()  # type: ignore[union-attr,no-any-return]
 
-        # Fast path: most hops succeed or fail for good at once, and building a retry loop per
-        # hop costs more than the request itself on a fast network. The first outcome is
-        # handed to tenacity as its attempt 1 when it is transient.
-        hop = await attempt()
-        if hop.transient and policy.retries > 0:
-            first: list[_Hop] = [hop]
-
-            async def replay_then_attempt() -> _Hop:
-                return first.pop() if first else await attempt()
-
-            retrying = AsyncRetrying(
-                sleep=self._sleep,
-                stop=stop,
-                wait=wait,
-                retry=retry_if_result(lambda h: bool(h.transient)),
-                retry_error_callback=give_up,
-            )
-            hop = await retrying(replay_then_attempt)
-        st.attempts = attempts
-        if hop.transient and hop.status is not None:
-            tried = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
-            hop.reason = f"{hop.reason} ({tried}{'; ' + note[-1] if note else ''})"
-        return hop
+        retrying = AsyncRetrying(
+            sleep=self._sleep,
+            stop=stop,
+            wait=wait,
+            retry=retry_if_result(lambda h: bool(h.transient)),
+            retry_error_callback=give_up,
+        )
+        hop: _Hop = await retrying(attempt)
+        return hop, attempts, (note[-1] if note else None)
 
     # ---- one request -----------------------------------------------------------------------
 
     async def _request(
-        self, u: URL, method: Literal["HEAD", "GET"], want_body: bool, cookies: dict[str, str]
+        self,
+        u: URL,
+        method: Literal["HEAD", "GET"],
+        want_body: bool,
+        cookies: Mapping[str, str],
+        end: float,
+        retry: bool = False,
     ) -> _Hop:
         session = self._get_session()
-        headers: dict[str, str] = {}
+        headers = None
         if cookies:
-            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
-        assert self._slots is not None
+            headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())}
+        limiter = self._limiter
+        assert limiter is not None
         host = f"{u.raw_host}:{u.port}"
-        slot = await self._slots.acquire(host)
+        lease = await limiter.acquire(host, end - self._clock(), honour_pause=not retry)
+        if lease is None:
+            return _Hop(
+                CitationStatus.RATE_LIMITED,
+                f"{u.raw_host} asked clients to wait {limiter.pause_left(host):.0f} s more "
+                "(429 / Retry-After), past this URL's deadline; not asked again",
+                method,
+            )
         try:
             async with session.request(method, u, headers=headers, allow_redirects=False) as resp:
-                return await self._read_response(resp, method, want_body)
+                hop = await self._read_response(resp, method, want_body)
         except (aiohttp.ClientError, OSError, ValueError) as exc:
-            return _error_hop(exc, method)
+            hop = _error_hop(exc, method)
         finally:
-            self._slots.release(host, slot)
+            limiter.release(lease)
+        if hop.transient and (hop.http_status == 429 or hop.retry_after is not None):
+            # every request to this host (every replica, with a shared limiter) waits too
+            pause = hop.retry_after if hop.retry_after is not None else self.policy.retry_backoff
+            limiter.slow_down(host, pause)
+        return hop
 
     async def _read_response(
         self, resp: aiohttp.ClientResponse, method: Literal["HEAD", "GET"], want_body: bool
@@ -1071,7 +1162,7 @@ class Fetcher(AsyncClosing):
             if key in _DROP_HEADERS:
                 continue
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
-        cookies: dict[str, str] = {}
+        cookies: Mapping[str, str] | None = None
         if "Set-Cookie" in raw_headers:
             jar: SimpleCookie = SimpleCookie()
             for line in raw_headers.getall("Set-Cookie"):
@@ -1154,20 +1245,30 @@ class Fetcher(AsyncClosing):
         hop.body = b"".join(chunks)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Progress:
-    """What one URL's fetch has learned so far (for the result, whatever ends it)."""
+    """What one URL's fetch has learned so far (for the result, whatever ends it).
+
+    ``redirects`` and ``headers`` start as empty tuples/None, not new containers: thousands of
+    fetches may wait at once, and each object they hold is one more for the GC to walk."""
 
     url: str
     clock: Callable[[], float]
     start: float
     final_url: str | None = None
-    redirects: list[str] = field(default_factory=list)
+    redirects: list[str] | None = None
     method: Literal["HEAD", "GET", "NONE"] = "NONE"
     http_status: int | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] | None = None
     content_type: str | None = None
     attempts: int = 1
+
+    def redirected(self, target: str) -> int:
+        """Record a redirect to ``target``; returns how many there have been."""
+        if self.redirects is None:
+            self.redirects = []
+        self.redirects.append(target)
+        return len(self.redirects)
 
     def absorb(self, hop: _Hop) -> None:
         self.method = hop.method
@@ -1191,8 +1292,8 @@ class _Progress:
             reason=reason,
             http_status=self.http_status,
             method=self.method,
-            redirects=list(self.redirects),
-            headers=dict(self.headers),
+            redirects=list(self.redirects or ()),
+            headers=dict(self.headers or ()),
             content_type=self.content_type,
             body=body,
             truncated=truncated,

@@ -18,6 +18,7 @@ from aiohttp import web
 from citeguard.models import CitationStatus, Outcome
 from citeguard.policy import FetchPolicy
 from citeguard.web.fetch import Fetcher, Resolver, StaticResolver
+from citeguard.web.limits import LocalHostLimiter
 
 if TYPE_CHECKING:
     from conftest import Farm, SleepRecorder
@@ -680,7 +681,9 @@ async def test_per_host_limit(farm: Farm, fetch_policy: FetchPolicy) -> None:
         urls = [farm.url("a.example.com", f"/c?i={i}") for i in range(8)]
         results = await f.fetch_all(urls)
         assert all(r.status is S.OK for r in results.values())
-        assert f._slots is not None and f._slots._hosts == {}  # no per-host state left behind
+        limiter = f.limiter
+        assert isinstance(limiter, LocalHostLimiter)
+        assert limiter._hosts == {}  # no per-host state left behind
     assert active["max"] == 2
 
 
