@@ -78,10 +78,9 @@ class Guard:
     ``resolver``: e.g. ``StaticResolver({"news.example.com": "127.0.0.1"})``. ``cache`` and
     ``snapshot_mode``: a :class:`SnapshotStore` to record or replay every web interaction.
     ``now``: the clock for freshness (injectable for tests). ``extract_executor``: where page
-    extraction runs (default: one thread the Guard owns). A service with many answers in flight
-    can pass a ``ProcessPoolExecutor`` (e.g. ``ProcessPoolExecutor(1, initializer=os.nice,
-    initargs=(10,))``): extraction threads compete with the event loop for the GIL and the CPU,
-    which raises its lag (benchmarks/README.md). The Guard does not shut it down.
+    extraction runs instead of ``Policy.fetch.extract_in``'s choice (a thread for one-off
+    checks, the niced extraction child once warmed up or under load; ``extract_worker``); the
+    Guard does not shut a given one down.
     ``limits_redis``: a Redis URL whose per-host limits every replica using it shares
     (``Policy.fetch.per_host_concurrency`` / ``per_host_rate``, 429 pauses; extra ``redis``).
     ``log_to``: a JSONL file every guarded run (:meth:`run`, :meth:`wrap`, :meth:`stream_run`;
