@@ -218,6 +218,31 @@ def summary_markdown(results: dict[str, Any]) -> str:
                 ],
             ],
         )
+    st = sc.get("stalls")
+    if st and "inputs" in st:
+        lines += ["## One hostile input at a time: the longest event-loop stall", ""]
+        lines += _table(
+            ["input", "claims checked", "cut", "wall s", "max stall ms", "longest GC pause ms"],
+            [
+                [
+                    k,
+                    v["claims"],
+                    "yes" if v.get("cut") else "no",
+                    v["wall_s"],
+                    v["loop_lag"]["max_ms"],
+                    v.get("gc_pause_max_ms", "-"),
+                ]
+                for k, v in st["inputs"].items()
+            ],
+        )
+        lines += [
+            "",
+            "Cut: the answer is over `Policy.max_claims` (2,000); its first 2,000 claims are"
+            " checked and it fails validity with `answer_too_large`. The uncapped row is for"
+            " contrast: its stalls are the collector's full passes over a heap of 20,000"
+            " claims, not citeguard's own steps.",
+            "",
+        ]
     a = sc.get("axes")
     if a and "diversity" in a:
         lines += ["## Answer-level axes", ""]

@@ -41,7 +41,7 @@ from citeguard.models import (
     SearchRecord,
     Verdict,
 )
-from citeguard.parse import parse_answer
+from citeguard.parse import AnswerLimits, parse_answer
 from citeguard.policy import Policy
 from citeguard.providers.resolve import resolve_answer
 from citeguard.recording import recording_run, run_searches, wrap_search
@@ -384,6 +384,7 @@ class Guard:
 
     async def _parse(self, answer: object, **sources: Any) -> Answer:
         schemes = self.policy.fetch.allowed_schemes
+        sources["limits"] = AnswerLimits.of(self.policy)
         if isinstance(answer, str):
             offload = len(answer) > _INLINE_PARSE_CHARS
         else:

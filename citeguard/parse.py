@@ -128,7 +128,7 @@ import itertools
 import re
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from citeguard.models import (
     Answer,
@@ -149,6 +149,7 @@ from citeguard.providers.base import (
 from citeguard.providers.dispatch import read_provider
 from citeguard.text import (
     ANSWER_TERMINATOR_RE,
+    finditer_lines,
     fold_whitespace,
     has_word,
     is_answer_sentence_end,
@@ -157,7 +158,10 @@ from citeguard.text import (
 )
 from citeguard.web.urls import DEFAULT_ALLOWED_SCHEMES, UrlProblem, normalize_url
 
-__all__ = ["MAX_MARKER_RANGE", "parse_answer"]
+if TYPE_CHECKING:
+    from citeguard.policy import Policy
+
+__all__ = ["MAX_MARKER_RANGE", "AnswerLimits", "parse_answer"]
 
 MAX_MARKER_RANGE = 50
 """The longest ``[a-b]`` range expanded into one citation per number."""
@@ -344,6 +348,7 @@ def parse_answer(
     allowed_schemes: frozenset[str] = DEFAULT_ALLOWED_SCHEMES,
     references: Sequence[Any] | Mapping[Any, Any] | None = None,
     documents: Mapping[int | str, str] | None = None,
+    limits: AnswerLimits | None = None,
 ) -> Answer:
     """Parse an answer into claims and citations, with character offsets into the answer text.
 
@@ -369,6 +374,10 @@ def parse_answer(
     ``invalid_input``; what a heuristic assumed is ``glued_marker_assumed`` (warning) or
     ``bracket_data_assumed`` (info).
     """
+    if limits is not None:
+        return limits.parse(
+            text, allowed_schemes=allowed_schemes, references=references, documents=documents
+        )
     provider = read_provider(text, documents=documents)
     if provider is not None:
         return _parse_provider(provider, allowed_schemes, references)
@@ -389,6 +398,90 @@ def parse_answer(
             )
         ],
     )
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerLimits:
+    """How much of one answer is checked (``Policy.max_answer_chars``, ``max_claims``,
+    ``max_citations``). Time, memory and the garbage collector's pauses all grow with the
+    claims an answer holds, so a hostile answer is cut, not worked through: a text over
+    ``max_chars`` is not parsed, and past ``max_claims`` claims or ``max_citations`` citations
+    only the first ones are kept. Either way an ``answer_too_large`` error finding fails the
+    validity axis: an answer that was not checked whole never passes."""
+
+    max_chars: int
+    max_claims: int
+    max_citations: int
+
+    @classmethod
+    def of(cls, policy: Policy) -> AnswerLimits:
+        return cls(policy.max_answer_chars, policy.max_claims, policy.max_citations)
+
+    def parse(
+        self,
+        answer: object,
+        *,
+        allowed_schemes: frozenset[str],
+        references: Sequence[Any] | Mapping[Any, Any] | None,
+        documents: Mapping[int | str, str] | None,
+    ) -> Answer:
+        if isinstance(answer, str) and len(answer) > self.max_chars:
+            return Answer(
+                text="",
+                findings=[
+                    self._finding(
+                        f"the answer has {len(answer):,} characters; the policy checks at most "
+                        f"{self.max_chars:,} (Policy.max_answer_chars)",
+                        chars=len(answer),
+                    )
+                ],
+            )
+        items = None
+        if isinstance(answer, Sequence) and not isinstance(answer, str | bytes | bytearray):
+            items = len(answer)
+            if items > self.max_claims and read_provider(answer) is None:
+                answer = answer[: self.max_claims]  # one claim per item: the rest is not read
+        parsed = parse_answer(
+            answer, allowed_schemes=allowed_schemes, references=references, documents=documents
+        )
+        return self._cut(parsed, items)
+
+    def _cut(self, parsed: Answer, items: int | None) -> Answer:
+        claims, citations = len(parsed.claims), len(parsed.citations)
+        over = (items or 0) > self.max_claims
+        if not over and claims <= self.max_claims and citations <= self.max_citations:
+            return parsed
+        keep, cited = 0, 0  # the longest run of leading claims within both caps
+        for claim in parsed.claims[: self.max_claims]:
+            last = max(claim.citation_indices, default=-1) + 1
+            if max(cited, last) > self.max_citations:
+                break
+            cited, keep = max(cited, last), keep + 1
+        cited = cited if keep < claims else min(citations, self.max_citations)
+        what = (
+            f"{items:,} structured items"
+            if over and items is not None
+            else f"{claims:,} claims and {citations:,} citations"
+        )
+        finding = self._finding(
+            f"the answer has {what}; the policy checks at most {self.max_claims:,} claims and "
+            f"{self.max_citations:,} citations (Policy.max_claims, max_citations): only the "
+            f"first {keep:,} claims were checked",
+            claims=claims if items is None else items,
+            citations=citations,
+            checked_claims=keep,
+        )
+        return parsed.model_copy(
+            update={
+                "claims": parsed.claims[:keep],
+                "citations": parsed.citations[:cited],
+                "findings": [*parsed.findings, finding],
+            }
+        )
+
+    @staticmethod
+    def _finding(message: str, **details: int) -> Finding:
+        return Finding(code="answer_too_large", message=message, axis=_AXIS, details=details)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1453,7 +1546,7 @@ def _find_quotes(masked: str) -> list[tuple[int, int, str]]:
     """(start, end, quote text) of the outermost quoted spans, in order."""
     found: list[tuple[int, int, str]] = []
     for pattern, min_words in _QUOTE_PATTERNS:
-        for m in pattern.finditer(masked):
+        for m in finditer_lines(pattern, masked):  # no quote pattern spans a newline
             if m.start() > 0 and masked[m.start() - 1] == "=":
                 continue  # an attribute value (div[role="dialog"]), not a quotation
             body = fold_whitespace(m.group(1))

@@ -324,6 +324,11 @@ class Policy(_Validated):
 
     # a search agent's answer must cite at least this many sources (0: uncited answers pass)
     min_citations: int = Field(1, ge=0)
+    # how much of one answer is checked: past these an ``answer_too_large`` error fails validity
+    # (time, memory and collector pauses grow with the claims an answer holds)
+    max_answer_chars: int = Field(1_000_000, gt=0)
+    max_claims: int = Field(2_000, gt=0)
+    max_citations: int = Field(2_000, gt=0)
     unverifiable_fails: bool = True  # the gate is a hard gate: "could not tell" fails
     not_retrieved_fails: bool = False  # cited URL that no recorded search returned
     max_attempts: int = Field(3, ge=1)

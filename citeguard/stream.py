@@ -78,7 +78,7 @@ from citeguard.models import (
     UrlSet,
     Verdict,
 )
-from citeguard.parse import parse_answer
+from citeguard.parse import AnswerLimits, parse_answer
 from citeguard.policy import Policy
 from citeguard.recording import run_searches
 from citeguard.snapshot import SnapshotFetcher
@@ -559,13 +559,15 @@ class _Session:
             self._advance(parsed)
 
     async def _parse(self, text: str) -> Answer:
-        schemes = self.policy.fetch.allowed_schemes
+        parse = functools.partial(
+            parse_answer,
+            text,
+            allowed_schemes=self.policy.fetch.allowed_schemes,
+            limits=AnswerLimits.of(self.policy),
+        )
         if len(text) > _INLINE_PARSE_CHARS:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(
-                None, functools.partial(parse_answer, text, allowed_schemes=schemes)
-            )
-        return parse_answer(text, allowed_schemes=schemes)
+            return await asyncio.get_running_loop().run_in_executor(None, parse)
+        return parse()
 
     def _urls(self, parsed: Answer) -> list[str]:
         # what check() fetches: the cited URLs and the reference entries nothing cites

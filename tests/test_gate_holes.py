@@ -327,3 +327,73 @@ async def test_the_policys_page_bounds_reach_extraction(farm: Farm) -> None:
         whole = await guard.check(answer)
     assert whole.citations[0].status is CitationStatus.OK
     assert cut.citations[0].status is CitationStatus.PASSAGE_MISSING  # past the policy's cut
+
+
+# --------------------------------------------------------------------------------------------
+# An answer too large to check whole is cut, and never passes
+# --------------------------------------------------------------------------------------------
+
+
+def _too_large(verdict: Any) -> Any:
+    found = [f for f in verdict.axes["validity"].findings if f.code == "answer_too_large"]
+    assert len(found) == 1, verdict.axes["validity"].findings
+    return found[0]
+
+
+async def test_claims_past_the_cap_are_not_checked_and_the_answer_fails(farm: Farm) -> None:
+    urls = [farm.add("facts.example.com", f"/p{k}", body=PAGE) for k in range(5)]
+    answer = " ".join(f"The Eiffel Tower is 330 metres tall [{k + 1}]." for k in range(5))
+    answer += "\n\n" + "\n".join(f"[{k + 1}] {u}" for k, u in enumerate(urls)) + "\n"
+    async with _guard(farm, max_claims=3) as guard:
+        verdict = await guard.check(answer, question="How tall is the Eiffel Tower?")
+    assert [c.status for c in verdict.citations] == [CitationStatus.OK] * 3
+    assert len(verdict.claims) == 3
+    assert farm.count(path="/p3") == farm.count(path="/p4") == 0  # never fetched
+    assert min(farm.count(path=f"/p{k}") for k in range(3)) >= 1
+    assert not verdict.passed
+    assert not verdict.axes["validity"].passed
+    f = _too_large(verdict)
+    assert f.details == {"claims": 5, "citations": 5, "checked_claims": 3}
+
+
+async def test_structured_items_past_the_cap_are_not_read(farm: Farm) -> None:
+    url = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    items = [{"claim": "The Eiffel Tower is 330 metres tall.", "url": url}] * 4 + [
+        {"claim": "Not read.", "url": "http://never.example.com/"}
+    ]
+    async with _guard(farm, max_claims=4) as guard:
+        verdict = await guard.check(items, question="How tall is the Eiffel Tower?")
+    assert len(verdict.claims) == 4
+    assert {c.status for c in verdict.citations} == {CitationStatus.OK}
+    assert farm.count("never.example.com") == 0
+    assert not verdict.passed
+    assert _too_large(verdict).details["claims"] == 5
+
+
+async def test_the_citation_cap_keeps_whole_leading_claims(farm: Farm) -> None:
+    a = farm.add("facts.example.com", "/a", body=PAGE)
+    b = farm.add("facts.example.com", "/b", body=PAGE)
+    answer = (
+        "The Eiffel Tower is 330 metres tall [1][2]. It is 330 metres tall [1][2].\n\n"
+        f"[1] {a}\n[2] {b}\n"
+    )
+    async with _guard(farm, max_citations=3) as guard:
+        verdict = await guard.check(answer)
+    assert len(verdict.claims) == 1  # the second claim's citations would be the 3rd and 4th
+    assert len(verdict.citations) == 2
+    assert not verdict.passed
+    assert _too_large(verdict).details["checked_claims"] == 1
+
+
+async def test_a_text_over_the_character_cap_is_not_parsed(farm: Farm) -> None:
+    url = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    answer = f"The Eiffel Tower is 330 metres tall [1].\n\n[1] {url}\n"
+    async with _guard(farm, max_answer_chars=len(answer) - 1) as guard:
+        verdict = await guard.check(answer)
+    async with _guard(farm, max_answer_chars=len(answer)) as guard:
+        at_cap = await guard.check(answer)
+    assert not verdict.passed
+    assert verdict.claims == [] and verdict.citations == []
+    assert _too_large(verdict).details == {"chars": len(answer)}
+    assert at_cap.passed  # the cap is inclusive; one fetch in all
+    assert farm.count(path="/eiffel") == 1

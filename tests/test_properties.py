@@ -178,3 +178,82 @@ def test_passage_matches_index_the_page(quote: str, page: str) -> None:
             assert 0 <= result.start <= result.end <= len(page)
             assert page[result.start : result.end] == result.matched_text
         assert not result.found or result.start >= 0
+
+
+# ---- bounded scans: the same matches as one finditer ------------------------------------------
+
+from citeguard.checks.freshness import _CAVEAT_RE  # noqa: E402
+from citeguard.parse import _QUOTE_PATTERNS  # noqa: E402
+from citeguard.text import finditer_lines, finditer_windowed  # noqa: E402
+
+
+def _spans(matches: Any) -> list[tuple[int, int, str]]:
+    return [(m.start(), m.end(), m.group(0)) for m in matches]
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "as of ",
+                "2 December 2026",
+                "Dec 2026",
+                " ",
+                "x",
+                ".",
+                "\n",
+                "checked on ",
+                "2026-12-02",
+                "ab",
+            ]
+        ),
+        max_size=80,
+    ),
+    st.integers(min_value=1, max_value=40),
+)
+def test_windowed_scan_matches_finditer_for_short_matches(parts: list[str], window: int) -> None:
+    """With matches shorter than the overlap, the windowed scan returns what finditer does,
+    for a window as small as one character (every boundary case of the step logic)."""
+    text = "".join(parts)
+    want = _spans(_CAVEAT_RE.finditer(text))
+    got = _spans(finditer_windowed(_CAVEAT_RE, text, overlap=64, window=window))
+    assert got == want
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.sampled_from(
+            ['"', "“", "”", "„", "«", "»", "‘", "’", "a", " word", "\n", "=", "「", "」"]
+        ),
+        max_size=120,
+    ),
+    st.integers(min_value=1, max_value=30),
+)
+def test_line_scan_matches_finditer_exactly(parts: list[str], window: int) -> None:
+    """Every quote pattern, scanned in runs of whole lines, finds exactly finditer's matches."""
+    text = "".join(parts)
+    for pattern, _ in _QUOTE_PATTERNS:
+        assert _spans(finditer_lines(pattern, text, window=window)) == _spans(
+            pattern.finditer(text)
+        )
+
+
+def test_windowed_scan_steps_are_bounded() -> None:
+    """A 1 MB text with no match is searched in steps of window + overlap characters, never
+    as one call over the whole text (the event loop waited 80 ms for that one call)."""
+    text = "word " * 200_000
+    seen: list[int] = []
+
+    class Spy:
+        def search(self, s: str, pos: int, endpos: int) -> None:
+            seen.append(endpos - pos)
+            return None
+
+        def finditer(self, s: str) -> Any:  # pragma: no cover - the short-text path only
+            raise AssertionError("one call over the whole text")
+
+    assert list(finditer_windowed(Spy(), text, overlap=512)) == []  # type: ignore[arg-type]
+    assert seen and max(seen) <= (1 << 15) + 512
+    assert sum(seen) >= len(text)

@@ -56,7 +56,7 @@ from citeguard.models import (
     Verdict,
 )
 from citeguard.policy import FreshnessPolicy, Policy
-from citeguard.text import fold_whitespace
+from citeguard.text import finditer_windowed, fold_whitespace
 from citeguard.web.urls import UrlProblem, normalize_url
 
 if TYPE_CHECKING:
@@ -806,7 +806,8 @@ def find_caveat(answer_text: str) -> CaveatMatch | None:
     only is returned (granularity "year") but does not satisfy the check.
     """
     best: CaveatMatch | None = None
-    for m in _CAVEAT_RE.finditer(answer_text):
+    # a caveat over 512 characters (a run of spaces in it) is not seen: the check only gets stricter
+    for m in finditer_windowed(_CAVEAT_RE, answer_text, overlap=512):
         date, granularity = date_from_match(m)
         date_start = next(
             (m.start(k) for k in ("dmy", "mdy", "my", "iso", "num", "year") if m.group(k)),
