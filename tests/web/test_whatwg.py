@@ -385,3 +385,64 @@ async def test_no_request_when_the_http_client_would_read_another_host(
     assert r.status is S.MALFORMED_URL
     assert "elsewhere.example" in r.reason
     assert farm.requests == []
+
+
+# --------------------------------------------------------------------------------------------
+# The fast path (no ada call for the common URL) parses exactly as ada does
+# --------------------------------------------------------------------------------------------
+
+import random  # noqa: E402
+
+from citeguard.web import urls as urls_module  # noqa: E402
+
+_HOSTS = ["a", "example", "com", "_x", "-y", "z-", "ab--c", "b" * 64, "127", "0", "255", "1"]
+_ODD_HOSTS = ["xn--bcher-kva", "256", "0x7f", "A", "010", "4294967295", "", "é", "a b"]
+_PATHS = ["a", "~", "!$&()*+,;=:@", "x'y", "", "A-Z.txt", "p", "43", "x-0"]
+_ODD_PATHS = [".", "..", "%2e", "%41", "b c", "\\", "é", ".well-known", "?", "#", "<"]
+_QUERIES = ["", "?", "?a=1", "?a=1&utm_source=x", "?a/b?c", "??", "?x=y&"]
+_ODD_QUERIES = ["?q='x'", "?x=%20", "?é", "?a b", "?<"]
+
+
+def _generated_url(rng: random.Random, odd: float) -> str:
+    def pick(good: list[str], bad: list[str]) -> str:
+        return rng.choice(bad if rng.random() < odd else good)
+
+    scheme = pick(["http", "https"], ["HTTP", "ftp", "Https", "ws"])
+    host = ".".join(pick(_HOSTS, _ODD_HOSTS) for _ in range(rng.randint(1, 4)))
+    port = pick(["", ":80", ":443", ":8080", ":65535"], [":0", ":65536", ":080", ":", ":x"])
+    path = "/".join(pick(_PATHS, _ODD_PATHS) for _ in range(rng.randint(0, 4)))
+    path = "/" + path if path or rng.random() < 0.5 else ""
+    fragment = rng.choice(["", "#", "#f", "#:~:text=a%20b", "#x y\\z", "#@evil.example"])
+    return f"{scheme}://{host}{port}{path}{pick(_QUERIES, _ODD_QUERIES)}{fragment}"
+
+
+@pytest.mark.parametrize("odd", [0.0, 0.05, 0.3])
+def test_the_fast_path_parses_as_ada_does(odd: float) -> None:
+    """20,000 generated URLs near the fast path's edge: every URL it takes, ada parses, and
+    to the same parts; the URLs it declines go to ada as before."""
+    rng = random.Random(f"whatwg-fast-{odd}")
+    taken = 0
+    for _ in range(20_000):
+        url = _generated_url(rng, odd)
+        fast = urls_module._fast_parts(url)
+        if fast is None:
+            continue
+        taken += 1
+        slow = ada_url.parse_url(url, attributes=urls_module._ADA_PARTS)  # raises if invalid
+        assert fast == dict(slow), url
+    assert taken >= (2_000 if odd < 0.3 else 200)  # the comparison is not vacuous
+
+
+def test_the_fast_path_takes_the_common_urls() -> None:
+    common = [
+        "https://www.example.com/a/b?x=1",
+        "http://127.0.0.1:8080/p/43/x-0",
+        "https://example.com",
+        "https://example.com:443/x#frag",
+        "http://site12.test/p?utm_source=openai&a=b",
+    ]
+    for url in common:
+        assert urls_module._fast_parts(url) is not None, url
+        assert urls_module._fast_parts(url) == dict(
+            ada_url.parse_url(url, attributes=urls_module._ADA_PARTS)
+        )
