@@ -101,7 +101,9 @@ class ExtractStage:
         if self._worker is None:
             limits = self._limits or FetchPolicy()
             self._worker = ProcessExtractor(
-                job_timeout=limits.extract_timeout, memory_limit_mb=limits.extract_memory_mb
+                workers=limits.extract_processes,
+                job_timeout=limits.extract_timeout,
+                memory_limit_mb=limits.extract_memory_mb,
             )
             self._worker.start()
         return self._worker

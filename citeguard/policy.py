@@ -190,6 +190,7 @@ class FetchPolicy(_Section):
     extract_in: Literal["auto", "process", "thread"] = "auto"
     extract_timeout: float = Field(30.0, gt=0)
     extract_memory_mb: int = Field(2048, ge=256)
+    extract_processes: int = Field(2, ge=1, le=64)  # child processes for "process" extraction
 
 
 class PassagePolicy(_Section):

@@ -129,6 +129,34 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def test_two_workers_run_jobs_side_by_side_and_a_crash_fails_only_its_job() -> None:
+    ex = ProcessExtractor(workers=2, job_timeout=20.0)
+    try:
+        assert ex.wait_ready(120)
+        # two slow jobs at once run in two children: together well under 2 x 0.5 s
+        started = time.perf_counter()
+        slow = [ex.submit(time.sleep, 0.5) for _ in range(2)]
+        assert [f.result(timeout=60) for f in slow] == [None, None]
+        both = time.perf_counter() - started
+        assert both < 0.95, both  # one child would need >= 1.0 s
+        pids = {ex.submit(os.getpid).result(timeout=60) for _ in range(8)}
+        assert os.getpid() not in pids
+        # a crash in one lane fails that job; the next jobs still run (in either child)
+        crash = ex.submit(os._exit, 3)
+        after = [ex.submit(pow, 3, k) for k in range(6)]
+        with pytest.raises(ExtractionFailed, match="died"):
+            crash.result(timeout=60)
+        assert [f.result(timeout=60) for f in after] == [3**k for k in range(6)]
+        assert ex.restarts == 1
+    finally:
+        ex.shutdown(wait=True)
+
+
+def test_workers_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        ProcessExtractor(workers=0)
+
+
 def test_the_users_main_script_is_not_run_again_in_the_child(tmp_path: Path) -> None:
     # ProcessPoolExecutor(spawn) re-runs a script's top level in every child; a script with no
     # ``if __name__ == "__main__"`` then spawns again and fails. The extraction child does not.
