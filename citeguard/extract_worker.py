@@ -7,9 +7,9 @@ processes do the same work on other cores without touching the loop's GIL (measu
 
 :class:`ProcessExtractor` is a :class:`concurrent.futures.Executor` over ``workers`` children
 (``python -m citeguard.extract_worker``), each reading pickled callables from its stdin and
-writing their results to a private copy of its stdout. Unlike ``ProcessPoolExecutor`` it never imports
-the user's ``__main__`` in the child (a script without ``if __name__ == "__main__"`` would run
-again there), and it bounds each job:
+writing their results to a private copy of its stdout. Unlike ``ProcessPoolExecutor`` it never
+imports the user's ``__main__`` in a child (a script without ``if __name__ == "__main__"`` would
+run again there), and it bounds each job:
 
 - **time**: a job running past ``job_timeout`` seconds kills the child; that job fails with
   :class:`ExtractionFailed`, the jobs queued behind it go to a fresh child;

@@ -356,6 +356,9 @@ class Repairer:
         attempt = attempts[-1]
         policy = self._policy
         verdict = attempt.verdict
+        too_large = [f.message for f in verdict.findings if f.code == "answer_too_large"]
+        if too_large:  # no URL swap makes it smaller; nor is it parsed again here, on the loop
+            return RepairOutcome(unfixed=tuple(too_large))
         source: Any = attempt.structured if attempt.structured is not None else attempt.answer
         answer = parse_answer(source, allowed_schemes=policy.fetch.allowed_schemes)
         diag = _diagnose(answer, verdict, policy)

@@ -397,3 +397,25 @@ async def test_a_text_over_the_character_cap_is_not_parsed(farm: Farm) -> None:
     assert _too_large(verdict).details == {"chars": len(answer)}
     assert at_cap.passed  # the cap is inclusive; one fetch in all
     assert farm.count(path="/eiffel") == 1
+
+
+async def test_a_run_over_the_cap_is_regenerated_with_the_reason_and_not_repaired(
+    farm: Farm,
+) -> None:
+    urls = [farm.add("facts.example.com", f"/r{k}", body=PAGE) for k in range(4)]
+    long = " ".join(f"The Eiffel Tower is 330 metres tall [{k + 1}]." for k in range(4))
+    long += "\n\n" + "\n".join(f"[{k + 1}] {u}" for k, u in enumerate(urls)) + "\n"
+    short = f"The Eiffel Tower is 330 metres tall [1].\n\n[1] {urls[0]}\n"
+    feedback: list[Any] = []
+
+    async def agent(question: str, **kw: Any) -> str:
+        feedback.append(kw.get("feedback"))
+        return long if len(feedback) == 1 else short
+
+    async with _guard(farm, max_claims=3, max_attempts=2) as guard:
+        result = await guard.run(agent, "How tall is the Eiffel Tower?")
+    assert len(result.attempts) == 2
+    assert not result.attempts[0].verdict.passed
+    assert result.repairs == []
+    assert "Policy.max_claims" in str(feedback[1])  # the answer function hears why
+    assert result.passed and result.answer == short
