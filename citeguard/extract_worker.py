@@ -39,7 +39,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from typing import IO, Any
 
-from citeguard.errors import CiteguardError
+from citeguard.errors import CiteguardError, InputError
 
 _HEADER = struct.Struct("!Q")
 _READY = -1  # job id of the child's hello
@@ -75,7 +75,7 @@ class ProcessExtractor(Executor):
         python: str = sys.executable,
     ) -> None:
         if workers < 1:
-            raise ValueError("workers must be at least 1")
+            raise InputError("workers must be at least 1")
         self._workers = workers
         self._nice = nice
         self._job_timeout = job_timeout
