@@ -217,9 +217,9 @@ def _fast_parts(text: str) -> dict[str, Any] | None:
         host_type = ada_url.HostType.IPV4
     else:
         host_type = ada_url.HostType.DEFAULT
-    if port is not None and (int(port) > 65535 or port == _DEFAULT_PORTS[scheme]):
-        if int(port) > 65535:
-            return None
+    if port is not None and int(port) > 65535:
+        return None
+    if port == _DEFAULT_PORTS[scheme]:
         port = None
     return {
         "username": "",
@@ -447,8 +447,10 @@ def _extractor() -> tldextract.TLDExtract:
 def host_of(url: str) -> str:
     """The lowercase host a browser opens for ``url`` (WHATWG parsing: IDNA-encoded, IPv4 as a
     dotted quad, IPv6 without brackets, no trailing dot); ``""`` if none or unparseable."""
+    text = _preprocess(url)
+    fast = _fast_parts(text)
     try:
-        host: str = _parts(_preprocess(url))["hostname"]
+        host: str = (fast or ada_url.parse_url(text, attributes=("hostname",)))["hostname"]
     except ValueError:
         return ""
     return host.strip("[]").rstrip(".").lower()
