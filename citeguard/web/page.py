@@ -1004,13 +1004,14 @@ _PARSE_AS_IS_TAGS = 4_000
 _PARSE_AS_IS_TEXT_WORK = 1_000_000_000  # "<" x characters
 _PARSE_AS_IS_REOPEN_WORK = 500_000  # formatting start tags x "<"
 _PARSE_AS_IS_ROOTS = 64
+# Formatting start tags (group 1) and <html>/<body> start tags (group 1 empty), in one pass.
 # ASCII case only, as the tokenizer lowercases names (re.I alone would also let "<ſ" match
 # "s"); the lookahead on the first letter skips most "<" at once: 2.6x faster on real pages
-_FORMATTING_START_RE = re.compile(
-    r"<(?=[bcefinstu])(?:b|big|code|em|font|i|nobr|s|small|strike|strong|tt|u)[\t\n\f\r />]",
+_COUNTED_START_RE = re.compile(
+    r"<(?=[bcefhinstu])(?:(b|big|code|em|font|i|nobr|s|small|strike|strong|tt|u)|html|body)"
+    r"[\t\n\f\r />]",
     re.I | re.A,
 )
-_ROOT_START_RE = re.compile(r"<(?=[bh])(?:html|body)[\t\n\f\r />]", re.I | re.A)
 
 
 def _many_attributes_re(count: int) -> re.Pattern[str]:
@@ -1028,9 +1029,9 @@ def _small_enough(html: str, policy: FetchPolicy) -> bool:
         or tags * len(html) > _PARSE_AS_IS_TEXT_WORK
     ):
         return False
-    if len(_FORMATTING_START_RE.findall(html)) * tags > _PARSE_AS_IS_REOPEN_WORK:
-        return False
-    if len(_ROOT_START_RE.findall(html)) > _PARSE_AS_IS_ROOTS:
+    counted = _COUNTED_START_RE.findall(html)
+    roots = counted.count("")
+    if (len(counted) - roots) * tags > _PARSE_AS_IS_REOPEN_WORK or roots > _PARSE_AS_IS_ROOTS:
         return False
     return _many_attributes_re(policy.max_html_attributes).search(html) is None
 
@@ -1394,7 +1395,9 @@ _DROP_TAGS = [
 _HIDDEN_SELECTOR = (
     '[hidden], [aria-hidden="true" i], [style*="display:none" i], [style*="display: none" i]'
 )
-_BLOCK_SELECTOR = ",".join(
+# Elements laid out as blocks: picked by tag name in Python from one walk of the tree, which
+# is 2.5x faster than lexbor matching a 44-name selector list against every element.
+_BLOCK_TAGS = frozenset(
     (
         "address",
         "article",
@@ -1924,9 +1927,10 @@ def _extract_html(
         if node.tag not in ("html", "body"):
             node.decompose()
     # a newline on both sides of every block element, so "<p>a</p><p>b</p>" reads "a\nb"
-    for node in tree.css(_BLOCK_SELECTOR):
-        node.insert_before(_BLOCK_MARK)
-        node.insert_after(_BLOCK_MARK)
+    if tree.root is not None:
+        for node in [n for n in tree.root.traverse() if n.tag in _BLOCK_TAGS]:
+            node.insert_before(_BLOCK_MARK)
+            node.insert_after(_BLOCK_MARK)
     root = tree.body if tree.body is not None else tree.root
     text = _clean_text(root.text(separator="")) if root is not None else ""
     main_text = _main_text(tree) if text else None
