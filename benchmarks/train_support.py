@@ -38,8 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from citeguard.checks.support import (  # noqa: E402
-    ARTIFACT_PATH,
+    ARTIFACTS,
     FEATURE_NAMES,
+    TORCH_ENCODER,
     Encoded,
     MiniLMEncoder,
     SupportModel,
@@ -108,10 +109,22 @@ def load_rows() -> list[dict[str, Any]]:
 EMB_FEATURES = FEATURE_NAMES[: FEATURE_NAMES.index("cov_all")]  # the embedding-dependent ones
 
 
-def compute_features(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+def make_encoder(name: str) -> Any:
+    """The encoder the features come from: torch fp32 or ONNX Runtime int8 (2 threads)."""
+    if name == "minilm-onnx-int8":
+        from citeguard.checks.onnx_minilm import OnnxMiniLMEncoder
+
+        return OnnxMiniLMEncoder(threads=2)
+    return MiniLMEncoder(threads=2, batch_size=64)
+
+
+def compute_features(
+    rows: Sequence[dict[str, Any]], encoder_name: str = TORCH_ENCODER
+) -> tuple[np.ndarray, np.ndarray]:
     """(n, k_max, n_features) features for k = 1..K_MAX units, and a mask of usable rows."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"emb_feats_{EMBED_VERSION}_k{K_MAX}.pkl"
+    suffix = "" if encoder_name == TORCH_ENCODER else f"_{encoder_name}"
+    path = CACHE / f"emb_feats_{EMBED_VERSION}_k{K_MAX}{suffix}.pkl"
     cache: dict[str, list[dict[str, float]]] = {}
     if path.is_file():
         cache = pickle.loads(path.read_bytes())
@@ -120,7 +133,7 @@ def compute_features(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.nda
     print(f"lexical features: {time.perf_counter() - t0:.1f}s", flush=True)
     keys = [_sha(r["claim"] + "\x00" + r["evidence"]) for r in rows]
     todo = [i for i, p in enumerate(prepared) if not p.empty and keys[i] not in cache]
-    encoder = MiniLMEncoder(threads=2, batch_size=64)
+    encoder = make_encoder(encoder_name)
     chunk = 400
     for start in range(0, len(todo), chunk):
         idx = todo[start : start + chunk]
@@ -298,6 +311,12 @@ def main() -> None:
     ap.add_argument("--ab-weight", type=float, default=1.0, help="weight of AB tune rows")
     ap.add_argument("--compare", action="store_true", help="also score the old backends")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument(
+        "--encoder",
+        choices=tuple(ARTIFACTS),
+        default="minilm-onnx-int8",
+        help="the sentence model the features come from (each has its own artifact)",
+    )
     ap.add_argument("--search", action="store_true", help="print the CV grid")
     ap.add_argument(
         "--model", choices=("ce", "lr"), default="lr", help="ce: the LoRA cross-encoder experiment"
@@ -322,7 +341,7 @@ def main() -> None:
         return
     np.random.seed(SEED)
     rows = load_rows()
-    x_all, ok = compute_features(rows)
+    x_all, ok = compute_features(rows, args.encoder)
     train_idx = np.array([i for i, r in enumerate(rows) if r["part"] != "held_out" and ok[i]])
     pool_idx = np.array([i for i in train_idx if rows[i]["part"] == "train"])
     ab_tune = np.array([i for i in train_idx if rows[i]["part"] == "tune"])
@@ -382,9 +401,10 @@ def main() -> None:
             "calibration": "Platt on 5-fold group-aware out-of-fold logits of AB tune rows",
         },
     )
+    artifact_path = ARTIFACTS[args.encoder]
     if not args.no_write:
-        ARTIFACT_PATH.write_text(json.dumps(artifact.to_json(), indent=1) + "\n", encoding="utf-8")
-        print(f"wrote {ARTIFACT_PATH} ({ARTIFACT_PATH.stat().st_size} bytes)")
+        artifact_path.write_text(json.dumps(artifact.to_json(), indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {artifact_path} ({artifact_path.stat().st_size} bytes)")
 
     # Held-out: scored once, at the end.
     held = np.array([i for i, r in enumerate(rows) if r["part"] == "held_out"])
@@ -407,9 +427,16 @@ def main() -> None:
 
     if args.compare:
         report["compare"] = asyncio.run(compare([rows[i] for i in held]))
-    report["speed"] = speed(rows, artifact)
+    if not args.no_speed:
+        report["speed"] = speed(rows, artifact, args.encoder)
+    report["encoder"] = args.encoder
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "train_support.json").write_text(json.dumps(report, indent=2) + "\n")
+    name = (
+        "train_support.json"
+        if args.encoder == TORCH_ENCODER
+        else f"train_support_{args.encoder}.json"
+    )
+    (RESULTS / name).write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({k: v for k, v in report.items() if k != "cv"}, indent=1))
     print("cv:", json.dumps(cv))
 
@@ -768,9 +795,13 @@ def evaluate_shipped(args: argparse.Namespace) -> None:
 
     rows = load_rows()
     held = [r for r in rows if r["part"] == "held_out"]
-    path = RESULTS / "train_support.json"
+    encoder = LocalEntailer().encoder_name
+    path = RESULTS / (
+        "train_support.json" if encoder == TORCH_ENCODER else f"train_support_{encoder}.json"
+    )
     report = json.loads(path.read_text()) if path.is_file() else {}
     report["compare"] = asyncio.run(compare_ce(held))
+    report["local_entailer_encoder"] = encoder
 
     async def probs() -> list[Any]:
         ent = LocalEntailer(threads=2)
@@ -852,6 +883,10 @@ async def compare_ce(held: Sequence[dict[str, Any]]) -> dict[str, Any]:
                 weights=LocalWeights(), policy=EntailmentPolicy(support_threshold=0.5), threads=2
             ),
         ),
+        (
+            "local_support_lr_torch_fp32",
+            LocalEntailer(policy=EntailmentPolicy(encoder="torch"), threads=2),
+        ),
         ("local_support_lr_new", LocalEntailer(threads=2)),
     )
     for name, ent in backends:
@@ -918,15 +953,18 @@ async def compare(held: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def speed(rows: Sequence[dict[str, Any]], artifact: SupportModel) -> dict[str, Any]:
-    """Pairs/s on 32-pair batches as bench_entail ("mixed": file order; "short": ≤ 1200 chars)."""
+def speed(
+    rows: Sequence[dict[str, Any]], artifact: SupportModel, encoder_name: str = TORCH_ENCODER
+) -> dict[str, Any]:
+    """Pairs/s on 32-pair batches as bench_entail ("mixed": file order; "short": ≤ 1200 chars),
+    every text embedded each time (the scorer's embedding cache off)."""
     ab = [r for r in rows if r["source_name"] == "AB"]
     sets = {
         "mixed": [(r["claim"], r["evidence"]) for r in ab[:32]],
         "short": [(r["claim"], r["evidence"]) for r in ab if len(r["evidence"]) <= 1200][:32],
         "mixed_256": [(r["claim"], r["evidence"]) for r in ab[:256]],
     }
-    scorer = SupportScorer(encoder=MiniLMEncoder(threads=2), model=artifact)
+    scorer = SupportScorer(encoder=make_encoder(encoder_name), model=artifact, cache_bytes=0)
     scorer.score(sets["short"][:4])  # load the model
     out = {}
     for name, pairs in sets.items():

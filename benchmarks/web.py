@@ -453,13 +453,18 @@ class LoopbackWeb:
         return out
 
 
-def build_answer(web: LoopbackWeb, urls: Sequence[PlannedUrl]) -> str:
+def build_answer(web: LoopbackWeb, urls: Sequence[PlannedUrl], *, quoted: bool = True) -> str:
     """An answer citing every URL once: one sentence per citation (quoting its page when it has
-    one), then a numbered reference list — the shape an LLM writes."""
+    one), then a numbered reference list — the shape an LLM writes. ``quoted=False`` states
+    the page's sentence as the answer's own claim behind a lead-in ("In short: …"), without
+    quotation marks: neither a quote nor a word-for-word copy, so the support model judges
+    each (a verified quote or a verbatim claim needs no model)."""
     lines = []
     for k, u in enumerate(urls, 1):
         quote = u.quote(web.pages, web.seed)
-        if quote is not None:
+        if quote is not None and not quoted:
+            lines.append(f"In short: {quote.rstrip('.!?。 ')} [{k}].")
+        elif quote is not None:
             lines.append(f'Source number {k} says that "{quote}" [{k}].')
         else:
             lines.append(f"Source number {k} covers this topic as well [{k}].")

@@ -215,6 +215,9 @@ class EntailmentPolicy(_Section):
     # Policy.judge is configured, else word overlap (a weaker tier the verdict reports)
     backend: Literal["auto", "local", "nli", "judge", "word_overlap", "none"] = "auto"
     model_path: str | None = None  # for backend="nli"; backend="judge" uses Policy.judge
+    # the local scorer's sentence model: "auto" = all-MiniLM-L6-v2 as int8 on ONNX Runtime when
+    # onnxruntime is installed (built from the bundled weights, ~2.5x faster), else torch fp32
+    encoder: Literal["auto", "onnx_int8", "torch"] = "auto"
     support_threshold: float = Field(0.52, ge=0, le=1)  # LocalEntailer: calibration-split best
     contradiction_threshold: float = Field(0.5, ge=0, le=1)
     window_chars: int = Field(1200, gt=0)

@@ -50,7 +50,12 @@ from citeguard.checks._consistency import (
     content_words,
 )
 from citeguard.checks.judge import ChatJudge
-from citeguard.checks.minilm import bundled_model_path, local_extra_missing, quiet_model_load
+from citeguard.checks.minilm import (
+    bundled_model_path,
+    default_threads,
+    local_extra_missing,
+    quiet_model_load,
+)
 from citeguard.closing import AsyncClosing
 from citeguard.errors import (
     EntailerError,
@@ -335,15 +340,6 @@ def _empty_score(claim: str, evidence: str, backend: str) -> EntailmentScore:
 # --------------------------------------------------------------------------------------------
 
 
-def _default_threads() -> int:
-    """All CPUs this process may use but one (at least one)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, cpus - 1)
-
-
 class _ExecutorOwner(AsyncClosing):
     """A one-thread pool, created on first use and released by :meth:`aclose`.
 
@@ -377,7 +373,7 @@ class _ExecutorOwner(AsyncClosing):
             import torch
         except ImportError:  # reported with an install hint when the model loads
             return
-        torch.set_num_threads(self._threads or _default_threads())
+        torch.set_num_threads(self._threads or default_threads())
 
     def _load(self) -> Any:
         raise NotImplementedError
@@ -496,6 +492,11 @@ class LocalEntailer(_ExecutorOwner):
     a clear conflict in the window that is about the claim (:func:`support_input`: a number of
     the same kind with a different value, or a flipped negation); otherwise ``unsupported``.
 
+    The scorer embeds each text once (claims, the page sentences they need) and keeps the
+    embeddings for later claims, pages and attempts, up to ``embedding_cache_bytes`` (default
+    :data:`~citeguard.checks.support.EMBEDDING_CACHE_BYTES`; 0 keeps none). Its encoder is
+    ``EntailmentPolicy.encoder`` (:attr:`encoder_name`).
+
     ``weights`` selects the earlier scorer instead: window-wise cosine similarities weighed by
     the given :class:`LocalWeights` (any sentence-transformers model then works as
     ``model_path``). ``threads`` sets torch's threads in the worker (default: all CPUs but one,
@@ -512,9 +513,11 @@ class LocalEntailer(_ExecutorOwner):
         weights: LocalWeights | None = None,
         device: str = "cpu",
         threads: int | None = None,
+        embedding_cache_bytes: int | None = None,
     ) -> None:
         super().__init__(threads=threads)
         self._policy = policy or EntailmentPolicy()
+        self._cache_bytes = embedding_cache_bytes
         self._model_path = model_path
         self._legacy = weights is not None
         self._weights = weights or LocalWeights()
@@ -534,7 +537,28 @@ class LocalEntailer(_ExecutorOwner):
         """The bi-encoder logistic weights (used only when given to the constructor)."""
         return self._weights
 
+    def _init_thread(self) -> None:
+        # the ONNX encoder sets its own thread count; importing torch here would cost seconds
+        if self.encoder_name == "minilm-torch-fp32":
+            super()._init_thread()
+
+    @property
+    def encoder_name(self) -> str:
+        """The encoder the support scorer uses: ``minilm-onnx-int8`` (ONNX Runtime, int8; the
+        default when ``onnxruntime`` is installed) or ``minilm-torch-fp32``."""
+        from citeguard.checks.onnx_minilm import ENCODER_NAME, onnx_available
+        from citeguard.checks.support import TORCH_ENCODER
+
+        choice = self._policy.encoder
+        if self._legacy or self._model_path is not None or self._device != "cpu":
+            return TORCH_ENCODER
+        if choice == "onnx_int8" or (choice == "auto" and onnx_available()):
+            return ENCODER_NAME
+        return TORCH_ENCODER
+
     def _load(self) -> Any:
+        if self.encoder_name != "minilm-torch-fp32":
+            return self._onnx_encoder()
         with self._load_lock:
             if self._model is None:
                 try:
@@ -551,17 +575,34 @@ class LocalEntailer(_ExecutorOwner):
                     raise EntailerError(f"cannot load embedding model {path!r}: {exc}") from exc
             return self._model
 
+    def _onnx_encoder(self) -> Any:
+        """The int8 ONNX encoder, built (or read from its cache) and loaded once."""
+        from citeguard.checks.onnx_minilm import OnnxMiniLMEncoder
+
+        with self._load_lock:
+            if self._model is None:
+                self._model = OnnxMiniLMEncoder(threads=self._threads)
+            encoder = self._model
+        encoder.load()
+        return encoder
+
     def _scorer(self) -> Any:
         """The support scorer over the loaded model (rebuilt if ``_model`` was swapped)."""
-        from citeguard.checks.support import MiniLMEncoder, SupportModel, SupportScorer
+        from citeguard.checks.support import MiniLMEncoder, SupportScorer
 
         model = self._load()
         with self._load_lock:
             if self._support is None or self._support[0] is not model:
-                encoder = MiniLMEncoder.from_model(model, batch_size=self._policy.batch_size)
-                if self._support_model is None:
-                    self._support_model = SupportModel.load()
-                self._support = (model, SupportScorer(encoder=encoder, model=self._support_model))
+                encoder = (
+                    model
+                    if self.encoder_name != "minilm-torch-fp32"
+                    else MiniLMEncoder.from_model(model, batch_size=self._policy.batch_size)
+                )
+                cache = {} if self._cache_bytes is None else {"cache_bytes": self._cache_bytes}
+                self._support = (
+                    model,
+                    SupportScorer(encoder=encoder, model=self._support_model, **cache),
+                )
             return self._support[1]
 
     async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:

