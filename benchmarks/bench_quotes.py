@@ -22,6 +22,7 @@ template            answer                                                      
 ``bare``            ``"<quote>" [1].`` + ``Sources: [1] URL``                          accept
 ``frame``           one attribution frame per page, chosen from the seed (``FRAMES``)   accept
 ``inline_link``     ``[<page title or domain>](<url>) says "<quote>".``                accept
+``unquoted``        ``<quote> [1].`` + ``Sources: [1] URL``: the page's words, no marks  accept
 ``added_content``   ``The article states that "<quote>", which proves that <made-up>``  reject
 ``negation_dropped`` a quote that starts right after a negation on the page              flag
 ==================  =================================================================  ========
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
 PASSAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "passages"
 
 # Templates that add nothing to the quote (the target), then the two the guard should catch.
-NO_CONTENT = ("bare", "frame", "inline_link")
+NO_CONTENT = ("bare", "frame", "inline_link", "unquoted")
 TEMPLATES = (*NO_CONTENT, "added_content", "negation_dropped")
 TARGET_SHARE = 0.98
 
@@ -385,6 +386,7 @@ def build_cases(pages: list[QuotePage], seed: int, *, all_quotes: bool) -> list[
             sentence = FRAMES[frame].format(quote=q, site=p.site, domain=p.domain)
             cases.append(Case("frame", p, q, sentence + src, detail=frame))
             cases.append(Case("inline_link", p, q, f'[{_link_text(p)}]({p.url}) says "{q}".\n'))
+            cases.append(Case("unquoted", p, q, f"{q.rstrip('.!?。 ')} [1]." + src))
             made_up = MADE_UP[qrng.randrange(len(MADE_UP))]
             cases.append(
                 Case(
@@ -666,7 +668,7 @@ def summary_lines(q: dict[str, Any]) -> list[str]:
         f"labelled exact quote per page; question “{q['question']}”. Accepted = the citation's "
         "status is `ok`. `added_content` should be rejected (its share rejected is the true-reject "
         "rate); `negation_dropped` should be flagged (rejected or warned). Target: ≥ "
-        f"{TARGET_SHARE} accepted for bare / frame / inline_link (the lowest of the three).",
+        f"{TARGET_SHARE} accepted for bare / frame / inline_link / unquoted (the lowest of the four).",
         "",
     ]
     head = [

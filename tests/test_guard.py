@@ -313,7 +313,8 @@ class _Always:
 
 async def test_claims_are_entailed_per_claim_with_markers_removed(farm: Farm) -> None:
     urls = _site(farm)
-    text = f"Middlemarch is a novel by the English author George Eliot [1].\n\n[1] {urls['good']}\n"
+    # a paraphrase (a claim copied word for word from its page is settled without an entailer)
+    text = f"Middlemarch is a novel written by George Eliot [1].\n\n[1] {urls['good']}\n"
     yes = _Always("supported")
     async with _guard(farm, entailer=yes) as guard:
         ok = await guard.check(text, question=QUESTION)

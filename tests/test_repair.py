@@ -492,14 +492,16 @@ async def test_a_provider_citation_object_is_left_to_regeneration(farm: Farm) ->
 async def test_candidates_are_judged_by_the_guards_entailer(farm: Farm) -> None:
     urls = _site(farm)
     judge = _Judge()
-    first = f"{CLAIM_NOVEL} [1]. {CLAIM_PEN} [2].\n\n[1] {urls['dead']}\n[2] {urls['dead']}x\n"
+    # a paraphrase: the judge decides (a claim copied word for word would settle itself)
+    novel = "Middlemarch is a novel written by the English author George Eliot"
+    first = f"{novel} [1]. {CLAIM_PEN} [2].\n\n[1] {urls['dead']}\n[2] {urls['dead']}x\n"
     farm.add("gone.example.net", "/middlemarchx", status=404)
     async with _guard(farm, entailer=judge) as guard:
         agent = Agent(guard, _results(urls, "books", "library"), first=first, later="unused")
         result = await guard.run(agent, QUESTION)
     # the judge rejects every page for the novel claim: no swap, so the agent is asked again
     assert agent.calls > 1 and [a.number for a in result.attempts][:2] == [1, 2]
-    assert any(CLAIM_NOVEL in c for c, _e in judge.asked)
+    assert any(novel in c for c, _e in judge.asked)
     fb = agent.feedback[1]
     assert fb is not None and f"supported by {urls['library']}" in fb.message
 

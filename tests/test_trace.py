@@ -816,10 +816,14 @@ async def test_guarded_run_with_two_attempts_is_debuggable_from_spans(
     assert attrs(cit2)["citeguard.url"] == good
     assert attrs(cit2)["citeguard.status"] == "ok"
     assert sorted(s.name for s in spans.children(cit2)) == [
+        "citeguard.citation.entailment",
         "citeguard.citation.extract",
         "citeguard.citation.fetch",
         "citeguard.citation.passage",
     ]
+    # the claim copies the page word for word: settled without a model, and the span says so
+    (ent,) = spans.children(cit2, "citeguard.citation.entailment")
+    assert attrs(ent)["citeguard.entailment.backend"] == "verbatim"
     assert attrs(spans.children(cit2, "citeguard.citation.extract")[0])["citeguard.title"] == (
         "Helix 5.0 released"
     )

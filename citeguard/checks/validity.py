@@ -223,13 +223,7 @@ def _quote_as_evidence(pair: _Pair, page: Page, window_chars: int) -> bool:
     match = pair.passage
     if match is None or pair.quote is None:
         return False
-    qualifier = dropped_qualifier(page.text, match.start)
-    claim_words = set(_WORDS_RE.findall(pair.claim_text.casefold().replace("’", "'")))
-    if qualifier is not None and qualifier not in claim_words:
-        pair.status = CitationStatus.QUOTE_OUT_OF_CONTEXT
-        pair.reason = (
-            f"the page has {qualifier!r} right before the quoted words, and the claim drops it"
-        )
+    if _drops_qualifier(pair, page, match, "quoted words"):
         return True
     host = host_of(pair.url)
     source_words = [host.replace(".", " "), page.title or "", pair.label or ""]
@@ -242,13 +236,58 @@ def _quote_as_evidence(pair: _Pair, page: Page, window_chars: int) -> bool:
             pair.judged = residual.text  # the entailer judges what the claim adds
             return False
         reason = "the quote is on the page, and the words the claim adds are in the passage"
-    pair.entailment = EntailmentScore(
+    pair.entailment = _by_construction(match, "quote", reason)
+    return True
+
+
+def _by_construction(match: PassageMatch, backend: str, reason: str) -> EntailmentScore:
+    """A pair the page's own words settle: supported, no model asked."""
+    return EntailmentScore(
         label="supported",
         score=1.0,
         probabilities={"supported": 1.0},
         evidence=match.matched_text,
-        backend="quote",
+        backend=backend,
         reason=reason,
+    )
+
+
+def _drops_qualifier(pair: _Pair, page: Page, match: PassageMatch, what: str) -> bool:
+    """``QUOTE_OUT_OF_CONTEXT`` when the page negates or hedges the matched words right before
+    them and the claim drops that word. True when it did."""
+    qualifier = dropped_qualifier(page.text, match.start)
+    claim_words = set(_WORDS_RE.findall(pair.claim_text.casefold().replace("’", "'")))
+    if qualifier is None or qualifier in claim_words:
+        return False
+    pair.status = CitationStatus.QUOTE_OUT_OF_CONTEXT
+    pair.reason = f"the page has {qualifier!r} right before the {what}, and the claim drops it"
+    return True
+
+
+# an unquoted claim shorter than this many words is not settled by being on the page: a few
+# common words can stand anywhere
+_VERBATIM_MIN_WORDS = 5
+_TRAILING_PUNCT = " \t\n.,;:!?…。"
+
+
+def _verbatim_claim(pair: _Pair, ext: ExtractedPage, policy: Policy) -> bool:
+    """An unquoted claim whose words stand on the page as written (exactly, or after
+    normalisation, in the main text) says what the page says: supported by construction, as
+    a verified quote is, unless the page negates or hedges those words right before them.
+    True when the pair is settled; otherwise the paraphrase step and the entailer decide."""
+    text = pair.claim_text.strip(_TRAILING_PUNCT)
+    if len(_WORDS_RE.findall(text)) < _VERBATIM_MIN_WORDS:
+        return False
+    match = find_passage(text, ext.text, main_text=ext.main, policy=policy.passage)
+    if not match.found or match.how not in ("exact", "normalised"):
+        return False
+    if match.in_main_text is False:
+        return False  # only in the boilerplate: not the page's own statement
+    pair.passage = match
+    if _drops_qualifier(pair, ext.page, match, "claim's words"):
+        return True
+    pair.entailment = _by_construction(
+        match, "verbatim", "the claim's words are on the page as written"
     )
     return True
 
@@ -295,6 +334,8 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, judged: bool
     (the page's text was normalised once, off the loop, when it was extracted)."""
     pair.verified = True
     page = ext.page
+    if policy.passage.check_passages and not pair.quote and _verbatim_claim(pair, ext, policy):
+        return
     if policy.passage.check_passages and (pair.quote or pair.claim_text):
         match = _passage_for(pair, ext, policy)
         pair.passage = match

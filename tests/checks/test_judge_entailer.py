@@ -478,7 +478,9 @@ SPRING_PAGE = (
 )
 
 
-def answer_text(farm: Farm, third: str = "Spring tides happen near new moon and full moon") -> str:
+# the third claim paraphrases page B: a claim copied from the page word for word is settled
+# without a judge (checks/validity.py, _verbatim_claim)
+def answer_text(farm: Farm, third: str = "Spring tides occur at new moon and at full moon") -> str:
     a = farm.add("science.example.org", "/tides", body=TIDES)
     b = farm.add("oceans.example.net", "/spring", body=SPRING_PAGE)
     return (

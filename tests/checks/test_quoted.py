@@ -129,6 +129,53 @@ async def test_an_altered_quote_is_not_taken_as_a_verified_quote(farm: Farm) -> 
 # --------------------------------------------------------------------------------------------
 
 
+async def test_an_unquoted_claim_that_copies_the_page_needs_no_judge(farm: Farm) -> None:
+    status, reason, recorder = await _status(
+        farm, "Analysts expect the central bank to hold rates steady through the spring [1]."
+    )
+    assert status is CitationStatus.OK, reason
+    assert recorder.asked == []  # the page says exactly this: nothing left to judge
+
+
+async def test_an_unquoted_copy_that_drops_the_pages_negation_is_out_of_context(
+    farm: Farm,
+) -> None:
+    page = (
+        "<html><body><article><p>Doctors say it is a myth that cracking your knuckles causes "
+        "arthritis in later life.</p></article></body></html>"
+    )
+    url = farm.add("health.example.org", "/knuckles", body=page)
+    recorder = Recorder()
+    async with _guard(farm, recorder) as guard:
+        verdict = await guard.check(
+            f"Cracking your knuckles causes arthritis in later life [1].\n\n[1] {url}\n",
+            question="Does cracking knuckles cause arthritis?",
+        )
+    (report,) = verdict.citations
+    assert report.status is CitationStatus.QUOTE_OUT_OF_CONTEXT
+    assert "'myth'" in report.reason and recorder.asked == []
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        # one word changed: not on the page as written, so the judge decides
+        "Analysts expect the central bank to cut rates steady through the spring [1].",
+        # the page's words with content added after them
+        "Analysts expect the central bank to hold rates steady through the spring, "
+        "which proves inflation is beaten [1].",
+        # too short to be settled by being on the page
+        "The trial found [1].",
+    ],
+)
+async def test_unquoted_claims_not_on_the_page_as_written_go_to_the_judge(
+    farm: Farm, claim: str
+) -> None:
+    status, _, recorder = await _status(farm, claim)
+    assert status is CitationStatus.NOT_ENTAILED
+    assert len(recorder.asked) == 1
+
+
 def test_residual_of_a_frame_is_none_and_of_added_content_is_the_content() -> None:
     quote = "rates will stay at 4%"
     frame = f'Reuters reports that "{quote}".'

@@ -152,8 +152,9 @@ async def test_a_page_is_scored_while_a_slower_page_is_still_being_fetched(farm:
     fast_url = farm.add("books.example.com", "/middlemarch", body=PAGE)
     slow_url = farm.add("library.example.org", "/eliot", slow)
     answer = (
-        "Middlemarch is a novel by the English author George Eliot [1].\n"
-        "George Eliot was the pen name of Mary Ann Evans [2].\n\n"
+        # paraphrases: a claim copied word for word from its page needs no entailer
+        "Middlemarch is a novel written by the English author George Eliot [1].\n"
+        "Mary Ann Evans used the pen name George Eliot [2].\n\n"
         f"[1] {fast_url}\n[2] {slow_url}\n"
     )
     keeper = Gatekeeper(gate)
@@ -162,11 +163,11 @@ async def test_a_page_is_scored_while_a_slower_page_is_still_being_fetched(farm:
     assert [c.status for c in verdict.citations] == [CitationStatus.OK, CitationStatus.OK]
     assert served_after_scoring == [True]  # the fast page was judged before the slow one came
     assert [c.rstrip(" .") for c in keeper.calls[0]] == [
-        "Middlemarch is a novel by the English author George Eliot"
+        "Middlemarch is a novel written by the English author George Eliot"
     ]
     assert sorted(c.rstrip(" .") for call in keeper.calls for c in call) == [
-        "George Eliot was the pen name of Mary Ann Evans",
-        "Middlemarch is a novel by the English author George Eliot",
+        "Mary Ann Evans used the pen name George Eliot",
+        "Middlemarch is a novel written by the English author George Eliot",
     ]
 
 
@@ -176,7 +177,7 @@ async def test_a_second_check_of_the_same_claims_scores_nothing_again(farm: Farm
     first = f"Middlemarch is a novel by George Eliot [1].\n\n[1] {url}\n"
     second = (
         "Middlemarch is a novel by George Eliot [1].\n"
-        "George Eliot was the pen name of Mary Ann Evans [2].\n\n"
+        "Mary Ann Evans used the pen name George Eliot [2].\n\n"
         f"[1] {url}\n[2] {other}\n"
     )
     keeper = Gatekeeper(asyncio.Event())
@@ -187,7 +188,7 @@ async def test_a_second_check_of_the_same_claims_scores_nothing_again(farm: Farm
     asked = [c.rstrip(" .") for call in keeper.calls for c in call]
     assert asked == [
         "Middlemarch is a novel by George Eliot",
-        "George Eliot was the pen name of Mary Ann Evans",
+        "Mary Ann Evans used the pen name George Eliot",
     ]  # the repeated claim was not sent again
 
 
