@@ -668,7 +668,8 @@ def summary_lines(q: dict[str, Any]) -> list[str]:
         f"labelled exact quote per page; question “{q['question']}”. Accepted = the citation's "
         "status is `ok`. `added_content` should be rejected (its share rejected is the true-reject "
         "rate); `negation_dropped` should be flagged (rejected or warned). Target: ≥ "
-        f"{TARGET_SHARE} accepted for bare / frame / inline_link / unquoted (the lowest of the four).",
+        f"{TARGET_SHARE} accepted for bare / frame / inline_link / unquoted "
+        "(the lowest of the four).",
         "",
     ]
     head = [
