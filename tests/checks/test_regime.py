@@ -76,8 +76,8 @@ def test_artifact_is_small_json_and_loads_offline() -> None:
     raw = REGIME_MODEL_PATH.read_bytes()
     assert len(raw) < 64_000
     data = json.loads(raw)
-    assert data["format"] == "citeguard-regime-model/1"
-    assert data["classes"] == [c.value for c in REGIME_CLASSES]
+    assert data["format"] == "citeguard-regime-model/2"
+    assert data["classes"] == list(REGIME_CLASSES) == ["insensitive", "changing"]
     assert data["features"] == list(REGIME_FEATURE_NAMES)
     assert data["embedding"]["model"] == "all-MiniLM-L6-v2"
     model = RegimeModel.load()
@@ -90,7 +90,9 @@ def test_malformed_artifacts_are_refused(tmp_path: Path) -> None:
     with pytest.raises(RegimeModelError, match="features"):
         RegimeModel.from_dict({**data, "features": data["features"][:-1]})
     with pytest.raises(RegimeModelError, match="shapes"):
-        RegimeModel.from_dict({**data, "intercept": [0.0, 0.0]})
+        RegimeModel.from_dict({**data, "coef": data["coef"][:-1]})
+    with pytest.raises(RegimeModelError, match="threshold"):
+        RegimeModel.from_dict({**data, "threshold": 1.0})
     with pytest.raises(RegimeModelError, match="format"):
         RegimeModel.from_dict({**data, "format": "pickle"})
     bad = tmp_path / "model.json"
@@ -106,11 +108,11 @@ def test_probabilities_sum_to_one_and_top_features_are_present_ones() -> None:
         values, rules = regime_features(q, now=NOW)
         x = model.features(embed([q])[0], values)
         p = model.probabilities(x)
-        assert p.shape == (3,) and np.all(p >= 0) and abs(float(p.sum()) - 1.0) < 1e-9
+        assert p.shape == (2,) and np.all(p >= 0) and abs(float(p.sum()) - 1.0) < 1e-9
         present = {n for n, v in zip(REGIME_FEATURE_NAMES, values, strict=True) if v}
         for name, push in model.top_features(x, int(p.argmax())):
-            assert push > 0 and name in present | {"embedding", "rules offset"}
-        assert model.decide(p, rules)[0] in Regime
+            assert push > 0 and name in present | {"embedding"}
+        assert model.decide(p, rules) in Regime
     with pytest.raises(RegimeModelError, match="embedding"):
         model.features([0.0] * 10, regime_features("q", now=NOW)[0])
 
@@ -125,16 +127,33 @@ def test_regime_features_carry_the_rules_decision() -> None:
         assert len(values) == len(REGIME_FEATURE_NAMES)
 
 
-def test_specific_real_time_cues_stay_real_time_whatever_the_model_says() -> None:
-    rules = regime_features("Is GitHub down right now?", now=NOW)[1]
-    assert rules[0] is Regime.REAL_TIME
-    slow = np.array([0.1, 0.8, 0.1])
-    assert RegimeModel.decide(slow, rules)[0] is Regime.REAL_TIME
-    # a bare "today" is the model's call: real-time only when it says fast
-    today = regime_features("Who is the president of France today?", now=NOW)[1]
-    assert today[:2] == (Regime.REAL_TIME, "now")
-    assert RegimeModel.decide(slow, today)[0] is Regime.SLOW
-    assert RegimeModel.decide(np.array([0.1, 0.1, 0.8]), today)[0] is Regime.REAL_TIME
+def test_the_model_only_raises_an_insensitive_regime_to_slow() -> None:
+    model = RegimeModel.load()
+    changing, never = np.array([0.1, 0.9]), np.array([0.9, 0.1])
+    for q in ("Is GitHub down right now?", "When is the next full moon?", "Who holds the record?"):
+        rules = regime_features(q, now=NOW)[1]
+        assert rules[0] is not Regime.INSENSITIVE
+        assert model.decide(never, rules) is model.decide(changing, rules) is rules[0]
+    rules = regime_features("Who wrote Hamlet?", now=NOW)[1]
+    assert rules[0] is Regime.INSENSITIVE
+    assert model.decide(changing, rules) is Regime.SLOW
+    assert model.decide(never, rules) is Regime.INSENSITIVE
+    edge = np.array([1 - model.threshold, model.threshold])
+    assert model.decide(edge, rules) is Regime.INSENSITIVE  # strictly above the threshold
+
+
+def test_the_embedded_text_ignores_case_and_closing_punctuation() -> None:
+    from citeguard.checks.freshness import regime_embedding_text
+
+    texts = {
+        regime_embedding_text(q)
+        for q in (
+            "Who coaches the Chicago Bulls?",
+            "who coaches the chicago bulls",
+            " Who  coaches the Chicago Bulls ?! ",
+        )
+    }
+    assert texts == {"who coaches the chicago bulls"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,7 +199,7 @@ async def test_model_result_reports_probabilities_cues_and_axis_details() -> Non
     fc = await clf.classify("What is the current price of bitcoin?", now=NOW)
     await clf.aclose()
     assert isinstance(fc, ModelFreshnessClass)
-    assert set(fc.probabilities) == {"insensitive", "slow", "fast"}
+    assert set(fc.probabilities) == {"insensitive", "changing"}
     assert abs(sum(fc.probabilities.values()) - 1.0) < 1e-3
     assert fc.cues[0].startswith("model: ") and any(c.startswith("rules: ") for c in fc.cues)
     assert fc.rules_regime is Regime.REAL_TIME
@@ -272,6 +291,35 @@ async def test_clear_questions_per_regime_with_the_shipped_model() -> None:
     assert all(abs(sum(fc.probabilities.values()) - 1.0) < 1e-3 for fc in got)
 
 
+# Hand-written, in no data set: answers that change, asked without any cue the rules read
+# (no "current", no superlative, no tense), and answers that never change.
+CUELESS_CHANGING = [
+    "Who is the CEO of Microsoft?",
+    "Who coaches the Chicago Bulls?",
+]
+TIMELESS = [
+    "Who wrote Hamlet?",
+    "What is the boiling point of water?",
+    "Who discovered penicillin?",
+    "When was the Eiffel Tower built?",
+]
+
+
+@needs_minilm
+def test_shipped_model_adds_caution_where_the_rules_see_no_cue() -> None:
+    """What the learned model is for: the rules call these insensitive; the model knows the
+    answer changes, and leaves the timeless ones alone, with or without a question mark."""
+    clf = LearnedRegimeClassifier()
+    for q in CUELESS_CHANGING + TIMELESS:
+        assert classify_freshness(q, now=NOW).regime is Regime.INSENSITIVE, q
+        want = Regime.SLOW if q in CUELESS_CHANGING else Regime.INSENSITIVE
+        for text in (q, q.rstrip("?").lower()):
+            fc = clf.classify_sync(text, now=NOW)
+            assert fc.regime is want, (text, fc.cues)
+            if want is Regime.SLOW:
+                assert any("overrules the rules' insensitive" in c for c in fc.cues)
+
+
 def _jsonl(name: str) -> list[dict[str, Any]]:
     with (DATA / f"{name}.jsonl").open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
@@ -280,8 +328,8 @@ def _jsonl(name: str) -> list[dict[str, Any]]:
 @needs_minilm
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data not available")
 def test_shipped_model_on_freshqa_dev() -> None:
-    """A regression guard for the artifact on the FreshQA dev questions it was fitted with
-    (benchmarks/results/train_regime.json has the held-out, leave-one-source-out figures)."""
+    """A regression guard for the artifact on the FreshQA dev questions it was fitted with (89
+    of 100; benchmarks/results/train_regime.json has the held-out figures: 0.80, rules 0.78)."""
     rows = _jsonl("freshqa_dev")
     mapping = {"never-changing": "insensitive", "slow-changing": "slow", "fast-changing": "fast"}
     now = datetime(2026, 4, 21, tzinfo=UTC)
