@@ -93,7 +93,13 @@ def summary_markdown(results: dict[str, Any]) -> str:
     if t and "runs" in t:
         lines += ["## URL-check throughput (same URLs, same farm, same run)", ""]
         for n, run in t["runs"].items():
-            lines += [f"**{n} URLs** ({run['kinds']}):", ""]
+            load = run.get("load_average")
+            lines += [
+                f"**{n} URLs** ({run['kinds']}"
+                + (f"; load average {load[0]}–{load[1]} over the runs" if load else "")
+                + "):",
+                "",
+            ]
             rows = []
             for name, c in run["contenders"].items():
                 ratio = run["throughput_ratios"].get(f"citeguard_vs_{name}")
@@ -105,24 +111,63 @@ def summary_markdown(results: dict[str, Any]) -> str:
                 rows.append(
                     [
                         label,
+                        c.get("limits", ""),
                         c["wall_s_median"],
                         c["urls_per_s"],
+                        _f(c.get("cpu_s_median"), 3),
                         "1.00" if name == "citeguard" else _f(ratio, 3),
                         f"{c['tally'].get('ok')} ok / {c['tally'].get('errors')} broken",
                         len(c["walls"]),
                     ]
                 )
             lines += _table(
-                ["contender", "wall s", "URLs/s", "citeguard speed ÷ this", "verdicts", "runs"],
+                [
+                    "contender",
+                    "limits",
+                    "wall s",
+                    "URLs/s",
+                    "CPU s",
+                    "citeguard (16/host) speed ÷ this",
+                    "verdicts",
+                    "runs",
+                ],
                 rows,
             )
+            like = [
+                (k, v)
+                for k, v in run["throughput_ratios"].items()
+                if k.startswith("citeguard_256_vs_")
+            ]
+            if like:
+                lines += [
+                    "Same limits on both sides: "
+                    + "; ".join(f"{k.replace('_vs_', ' ÷ ')} {_f(v, 3)}" for k, v in like)
+                    + "; citeguard ÷ lychee_16 "
+                    + _f(run["throughput_ratios"].get("citeguard_vs_lychee_16"), 3)
+                    + " (speed ratios, > 1: citeguard faster).",
+                    "",
+                ]
+            floors = run.get("latency_floor_s")
+            if floors:
+                lines += [
+                    "The farm's delays alone (no CPU, 256 in all): "
+                    + "; ".join(f"{k} {v:.3f} s" for k, v in floors.items())
+                    + ".",
+                    "",
+                ]
         lines += [
             f"lychee: {t.get('lychee') or t.get('lychee_missing')} "
             f"(`{' '.join(t.get('lychee_args', []))}`); LinkChecker: "
             f"{t.get('linkchecker') or t.get('linkchecker_missing')} (10 threads, no robots.txt, "
-            "no recursion, rate cap lifted). citeguard: `Fetcher.fetch_all(want_body=False)` "
-            "(HEAD, GET fallback) with its default limits; `citeguard_get` fetches bodies, as the "
-            "guard does; `citeguard_by_name` reaches hosts by name through StaticResolver.",
+            "no recursion, rate cap lifted); `lychee_16` adds `--host-concurrency 16`. citeguard: "
+            "`Fetcher.fetch_all(want_body=False)` (HEAD, GET fallback) at its default limits "
+            "(256 in all, 16 per host); `citeguard_256` with `per_host_concurrency=256`; "
+            "`citeguard_get` fetches bodies, as the guard does; `citeguard_by_name` reaches hosts "
+            "by name through StaticResolver. Walls: citeguard and aiohttp from a fresh session to "
+            "the last result (the interpreter is running); lychee and LinkChecker from process "
+            "start to exit (lychee's start and report ~25–35 ms here). CPU s: user + system of "
+            "the checker (this process, or the child and its threads); the farm's own CPU is "
+            "not in it.",
             "",
         ]
     e = sc.get("extract")
