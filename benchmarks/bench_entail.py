@@ -232,12 +232,12 @@ async def lag_baselines(seconds: float) -> dict[str, Any]:
     On a shared machine the scheduler alone delays wake-ups; these say how much of the lag
     measured while scoring is the host's, not the GIL's.
     """
-    from citeguard.checks.entail import _default_threads
+    from citeguard.checks.minilm import default_threads
 
     # Import torch here, before the ticker starts: an import holds the GIL throughout.
     importlib.import_module("torch")
     _, idle = await lags_while(asyncio.sleep(seconds))
-    _, busy = await lags_while(asyncio.to_thread(_burn, seconds, _default_threads()))
+    _, busy = await lags_while(asyncio.to_thread(_burn, seconds, default_threads()))
     return {"idle": lag_stats(idle), "gil_free_cpu_load": lag_stats(busy)}
 
 
