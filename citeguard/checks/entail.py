@@ -51,6 +51,7 @@ from citeguard.checks._consistency import (
 )
 from citeguard.checks.judge import ChatJudge
 from citeguard.checks.minilm import (
+    TORCH_ENCODER,
     bundled_model_path,
     default_threads,
     local_extra_missing,
@@ -522,6 +523,7 @@ class LocalEntailer(_ExecutorOwner):
         self._legacy = weights is not None
         self._weights = weights or LocalWeights()
         self._device = device
+        self._encoder_name = self._choose_encoder()
         self._model: Any = None
         self._support: tuple[Any, Any] | None = None
         self._support_model: Any = None
@@ -539,15 +541,11 @@ class LocalEntailer(_ExecutorOwner):
 
     def _init_thread(self) -> None:
         # the ONNX encoder sets its own thread count; importing torch here would cost seconds
-        if self.encoder_name == "minilm-torch-fp32":
+        if self._encoder_name == TORCH_ENCODER:
             super()._init_thread()
 
-    @property
-    def encoder_name(self) -> str:
-        """The encoder the support scorer uses: ``minilm-onnx-int8`` (ONNX Runtime, int8; the
-        default when ``onnxruntime`` is installed) or ``minilm-torch-fp32``."""
+    def _choose_encoder(self) -> str:
         from citeguard.checks.onnx_minilm import ENCODER_NAME, onnx_available
-        from citeguard.checks.support import TORCH_ENCODER
 
         choice = self._policy.encoder
         if self._legacy or self._model_path is not None or self._device != "cpu":
@@ -556,8 +554,14 @@ class LocalEntailer(_ExecutorOwner):
             return ENCODER_NAME
         return TORCH_ENCODER
 
+    @property
+    def encoder_name(self) -> str:
+        """The encoder the support scorer uses: ``minilm-onnx-int8`` (ONNX Runtime, int8; the
+        default when ``onnxruntime`` is installed) or ``minilm-torch-fp32``."""
+        return self._encoder_name
+
     def _load(self) -> Any:
-        if self.encoder_name != "minilm-torch-fp32":
+        if self._encoder_name != TORCH_ENCODER:
             return self._onnx_encoder()
         with self._load_lock:
             if self._model is None:
@@ -595,7 +599,7 @@ class LocalEntailer(_ExecutorOwner):
             if self._support is None or self._support[0] is not model:
                 encoder = (
                     model
-                    if self.encoder_name != "minilm-torch-fp32"
+                    if self._encoder_name != TORCH_ENCODER
                     else MiniLMEncoder.from_model(model, batch_size=self._policy.batch_size)
                 )
                 cache = {} if self._cache_bytes is None else {"cache_bytes": self._cache_bytes}

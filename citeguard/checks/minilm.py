@@ -35,6 +35,11 @@ def bundled_model_path() -> Path:
     return path
 
 
+# the name of the torch fp32 encoder (support.MiniLMEncoder); the int8 ONNX one is
+# onnx_minilm.ENCODER_NAME
+TORCH_ENCODER = "minilm-torch-fp32"
+
+
 def default_threads() -> int:
     """Threads for a model's intra-op work: all CPUs this process may use but one (at least
     one), so the event loop keeps a core."""
@@ -93,4 +98,4 @@ def quiet_model_load() -> Iterator[None]:
                     hub.disable_progress_bars()
 
 
-__all__ = ["bundled_model_path", "default_threads", "quiet_model_load"]
+__all__ = ["TORCH_ENCODER", "bundled_model_path", "default_threads", "quiet_model_load"]

@@ -3,21 +3,23 @@
 Built offline from the bundled weights (:func:`~citeguard.checks.minilm.bundled_model_path`):
 the transformer is exported to ONNX with torch's exporter and its matrix weights quantised to
 int8 by ONNX Runtime's dynamic quantisation. Nothing is downloaded. The built model (~23 MB) is
-kept in a per-user cache directory, keyed by the weights' digest and the library versions, so
-only the first process on a machine pays the ~5 s build; a cache that cannot be written or read
-is skipped (the model is then built in memory).
+kept in a per-user cache directory, keyed by the weight files (name, size, time) and the
+library versions, so only the first process on a machine pays the build (~15 s on two cores);
+a cache that cannot be written is skipped (the model is then built in memory), and one that
+cannot be read is rebuilt.
 
-Why: on two CPU cores it embeds ~2.5x as many texts per second as torch in fp32 (measured by
-``benchmarks/train_support.py``, see the README), and its session releases the GIL for the
-whole forward pass. Its vectors differ slightly from fp32 ones (token cosine ~0.96), so the
-support model has its own coefficients for it (``support_model_int8.json``), fitted and
-held-out-scored on its features.
+Why: on two CPU cores it scored ~1.8-3x as many pairs per second as torch in fp32 (the
+suite's ``entail`` scenario and ``benchmarks/train_support.py --evaluate``), and its session
+releases the GIL for the whole forward pass. Its vectors differ slightly from fp32 ones (token
+cosine ~0.96), so the support model has its own coefficients for it
+(``support_model_int8.json``), fitted and held-out-scored on its features.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import logging
 import os
@@ -44,8 +46,6 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 def onnx_available() -> bool:
     """Whether ONNX Runtime and the ONNX exporter's package are installed (no import)."""
-    import importlib.util
-
     try:
         return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
     except (ImportError, ValueError):
@@ -71,12 +71,14 @@ def _versions() -> str:
     return ",".join(out)
 
 
-def _weights_digest(model_dir: Path) -> str:
-    h = hashlib.sha256()
-    for name in sorted(p.name for p in model_dir.iterdir() if p.is_file()):
-        if name.endswith((".safetensors", ".bin", ".json", ".txt")):
-            h.update(name.encode())
-            h.update((model_dir / name).read_bytes())
+def _weights_key(model_dir: Path) -> str:
+    """The model files' names, sizes and modification times: a new or reinstalled model gets a
+    new key, and no process start re-reads the 90 MB of weights to hash them."""
+    h = hashlib.sha256(str(model_dir.resolve()).encode())
+    for p in sorted(model_dir.iterdir()):
+        if p.is_file() and p.name.endswith((".safetensors", ".bin", ".json", ".txt")):
+            st = p.stat()
+            h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()[:24]
 
 
@@ -168,9 +170,8 @@ class OnnxMiniLMEncoder:
         self.built_from_cache: bool | None = None
 
     def _cache_path(self, model_dir: Path) -> Path:
-        key = (
-            f"{_weights_digest(model_dir)}-{hashlib.sha256(_versions().encode()).hexdigest()[:12]}"
-        )
+        versions = hashlib.sha256(_versions().encode()).hexdigest()[:12]
+        key = f"{_weights_key(model_dir)}-{versions}"
         return (self._cache_dir or default_cache_dir()) / f"minilm-int8-{key}.onnx"
 
     def _open_session(self, model_dir: Path, options: Any) -> Any:

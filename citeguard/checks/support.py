@@ -44,6 +44,7 @@ from citeguard.checks._consistency import (
     content_words,
     sentence_spans,
 )
+from citeguard.checks.minilm import TORCH_ENCODER
 from citeguard.errors import EntailerError, MissingExtraError
 
 __all__ = [
@@ -65,7 +66,6 @@ __all__ = [
 
 ARTIFACT_PATH = Path(__file__).with_name("support_model.json")
 # The coefficients are fitted on one encoder's features: one artifact per encoder name.
-TORCH_ENCODER = "minilm-torch-fp32"
 ARTIFACTS: Mapping[str, Path] = {
     TORCH_ENCODER: ARTIFACT_PATH,
     "minilm-onnx-int8": Path(__file__).with_name("support_model_int8.json"),
