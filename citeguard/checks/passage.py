@@ -50,6 +50,7 @@ from citeguard.text import (
 
 __all__ = [
     "PreparedText",
+    "find_as_written",
     "find_paraphrase",
     "find_passage",
     "normalise",
@@ -534,14 +535,34 @@ def _word_end(s: str, j: int) -> int:
     return j
 
 
-def _match_quote(quote: str, page: PreparedText, policy: PassagePolicy) -> PassageMatch:
-    text = page.text
-    # fast path: verbatim, then normalised as a whole (a page may contain a literal "...")
+def _verbatim(quote: str, page: PreparedText, policy: PassagePolicy) -> PassageMatch | None:
+    """``quote`` exactly as it stands in the page's text, or ``None``."""
     stripped = quote.strip().strip(_EDGE_STRIP)
-    if stripped:
-        i = text.find(stripped)
-        if i >= 0:
-            return _result(page, _Hit(-1, -1, 100.0, "exact"), i, i + len(stripped), policy)
+    i = page.text.find(stripped) if stripped else -1
+    if i < 0:
+        return None
+    return _result(page, _Hit(-1, -1, 100.0, "exact"), i, i + len(stripped), policy)
+
+
+def _as_written(text: str, page: PreparedText, policy: PassagePolicy) -> PassageMatch | None:
+    """``text`` on the page verbatim or after normalising it whole (no fuzzy search)."""
+    hit = _verbatim(text, page, policy)
+    if hit is not None:
+        return hit
+    whole = normalise(text).strip(_EDGE_STRIP)
+    i = page.norm.find(whole) if whole else -1
+    if i < 0:
+        return None
+    return _result(
+        page, _Hit(i, i + len(whole), 100.0, "normalised"), *page.span(i, i + len(whole)), policy
+    )
+
+
+def _match_quote(quote: str, page: PreparedText, policy: PassagePolicy) -> PassageMatch:
+    # fast path: verbatim, then normalised as a whole (a page may contain a literal "...")
+    hit = _verbatim(quote, page, policy)
+    if hit is not None:
+        return hit
     pieces = [p for p in _ELLIPSIS_RE.split(quote) if p.strip(_EDGE_STRIP)]
     if not pieces:
         return PassageMatch(found=False, score=0.0, reason="the quote is empty")
@@ -684,6 +705,28 @@ def find_passage(
             }
         )
     return result.model_copy(update={"in_main_text": in_main})
+
+
+def find_as_written(
+    text: str,
+    page_text: str | PreparedText,
+    *,
+    main_text: str | PreparedText | None = None,
+    policy: PassagePolicy | None = None,
+) -> PassageMatch | None:
+    """``text`` on the page as written: verbatim, or after normalisation — never a fuzzy
+    alignment (a claim that is not a copy costs two substring searches). ``None`` when it is
+    not there, or when ``main_text`` is given and it is not in it."""
+    policy = policy or _DEFAULT_POLICY
+    if len(text) > _MAX_QUOTE_CHARS:
+        return None
+    hit = _as_written(text, _prepared(page_text), policy)
+    if hit is None or main_text is None:
+        return hit
+    main = _prepared(main_text)
+    if not main.norm.strip() or _as_written(text, main, policy) is None:
+        return None
+    return hit.model_copy(update={"in_main_text": True})
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from citeguard.checks.entail import (
 from citeguard.checks.freshness import find_caveat
 from citeguard.checks.passage import (
     PreparedText,
+    find_as_written,
     find_paraphrase,
     find_passage,
     prepare_text,
@@ -278,11 +279,10 @@ def _verbatim_claim(pair: _Pair, ext: ExtractedPage, policy: Policy) -> bool:
     text = pair.claim_text.strip(_TRAILING_PUNCT)
     if len(_WORDS_RE.findall(text)) < _VERBATIM_MIN_WORDS:
         return False
-    match = find_passage(text, ext.text, main_text=ext.main, policy=policy.passage)
-    if not match.found or match.how not in ("exact", "normalised"):
+    # in the main text: a copy of the page's boilerplate is not the page's own statement
+    match = find_as_written(text, ext.text, main_text=ext.main, policy=policy.passage)
+    if match is None:
         return False
-    if match.in_main_text is False:
-        return False  # only in the boilerplate: not the page's own statement
     pair.passage = match
     if _drops_qualifier(pair, ext.page, match, "claim's words"):
         return True
