@@ -182,12 +182,17 @@ def special_replacement(chunk: str) -> str:
     return unicodedata.normalize("NFKC", chunk)
 
 
+def has_combining_marks(text: str) -> bool:
+    """Whether ``text`` holds a combining mark (its normalisation then depends on context)."""
+    return _COMBINING_RE.search(text) is not None
+
+
 def special_pattern(text: str) -> re.Pattern[str]:
     """The length-changing pattern for ``text``: the base set plus what this text needs."""
     if text.isascii() or unicodedata.is_normalized("NFKC", text):
         return _SPECIAL_RE
     pattern = _SPECIAL_BASE
-    if _COMBINING_RE.search(text) is not None:
+    if has_combining_marks(text):
         pattern += _SPECIAL_COMBINING
     unstable = {
         ch

@@ -39,6 +39,7 @@ from citeguard.text import (
     PARAPHRASE_STOPWORDS,
     PASSAGE_TOKEN_RE,
     fold,
+    has_combining_marks,
     normalise,
     normalise_cased,
     page_sentence_spans,
@@ -750,6 +751,46 @@ def _content_terms(text: str) -> list[str]:
     ]
 
 
+# Between sentences normalised together: not a token character, not whitespace, untouched by
+# normalisation, and composing with nothing.
+_JOINER = "\x00"
+_TOKEN_OR_JOINER_RE = re.compile(f"{PASSAGE_TOKEN_RE.pattern}|{_JOINER}")
+
+
+def _sentence_terms(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
+    """``_content_terms`` of every sentence span, in two C passes over the page instead of two
+    per sentence (an index over a 10 kB page: ~140 sentences).
+
+    The sentences are joined with NUL, normalised and tokenised together, then split at the
+    NULs. That equals normalising each one alone when the page holds no NUL and no combining
+    mark: each character's replacement then depends on that character alone (never on a
+    neighbour, as a mark's does on its base letter), and no replacement or token reaches across
+    a NUL. Any other page is done sentence by sentence.
+    """
+    if not spans:
+        return []
+    if _JOINER in text or has_combining_marks(text):
+        return [_content_terms(text[s:e]) for s, e in spans]
+    joined = _JOINER.join(text[s:e] for s, e in spans)
+    out: list[list[str]] = []
+    current: list[str] = []
+    # a token's term (None: a stopword or a lone letter), each distinct token worked out once
+    seen: dict[str, str | None] = {}
+    for tok in _TOKEN_OR_JOINER_RE.findall(normalise(joined)):
+        if tok == _JOINER:
+            out.append(current)
+            current = []
+            continue
+        term = seen.get(tok, "")
+        if term == "":
+            keep = tok not in PARAPHRASE_STOPWORDS and (len(tok) > 1 or tok.isdigit())
+            term = seen[tok] = _stem(tok) if keep else None
+        if term is not None:
+            current.append(term)
+    out.append(current)
+    return out
+
+
 class _SentenceIndex:
     """Sentences of a page with their content terms and an inverted index."""
 
@@ -762,8 +803,8 @@ class _SentenceIndex:
         self.postings: dict[str, list[int]] = {}
         # sentences with the same terms share one set, so windows over them score alike at once
         shared: dict[frozenset[str], frozenset[str]] = {}
-        for idx, (s, e) in enumerate(spans):
-            terms = frozenset(_content_terms(text[s:e]))
+        for idx, sentence_terms in enumerate(_sentence_terms(text, spans)):
+            terms = frozenset(sentence_terms)
             terms = shared.setdefault(terms, terms)
             self.terms.append(terms)
             for t in terms:

@@ -97,15 +97,17 @@ class ExtractedPage:
         for as long in one piece."""
         main = prepare_text(page.main_text) if page.main_text else None
         text = prepare_text(page.text)
-        for prepared in (text, main):
-            if prepared is not None and len(prepared.text) <= _PREBUILT_INDEX_CHARS:
-                prepared.sentences()
+        # paraphrases are searched in the whole text only (find_paraphrase): the main text's
+        # index would never be read
+        if len(text.text) <= _PREBUILT_INDEX_CHARS:
+            text.sentences()
         return cls(page=page, text=text, main=main)
 
     @property
     def indexed(self) -> bool:
-        """Whether every text of the page has its sentence index (pairs verify in ~0.1 ms)."""
-        return self.text.indexed and (self.main is None or self.main.indexed)
+        """Whether the page's text has the sentence index paraphrase search reads (pairs
+        verify in ~0.1 ms)."""
+        return self.text.indexed
 
 
 _PREBUILT_INDEX_CHARS = 50_000

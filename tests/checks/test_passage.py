@@ -8,6 +8,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from citeguard.checks.passage import (
     PreparedText,
@@ -412,3 +414,67 @@ def test_passage_targets_on_shared_passages() -> None:
     assert accepted["exact"] / total["exact"] >= 0.99
     assert accepted["altered"] / total["altered"] <= 0.05
     assert accepted["fabricated"] == 0
+
+
+# --------------------------------------------------------------------------------------------
+# the sentence index: its one-pass term extraction equals the per-sentence definition
+# --------------------------------------------------------------------------------------------
+
+_INDEX_TEXTS = [
+    PAGE,
+    "“Curly” quotes… and ‘single’ ones — dashes\xa0and NBSP. Next: ﬁnal ligature, ½ and ™.",
+    "İstanbul ΟΔΟΣ ΣΟΦΟΣ. Fullwidth ＡＢＣ１２３ text! Ⅻ chapters. ㎏ and ㍱.",
+    "Jamo \u1100\u1161 and 가. CJK 東京は大きい。次の文。 Thai ภาษาไทย.",
+    "Deleted\u00adsoft\u200bhyphen and zero\u200dwidth. Two  spaces\t\tand\n\nlines.",
+    "Combining e\u0301 and a stray \u0301 mark after 1\u0301 here. Another sentence.",
+    # a mark after a digit stays in a sentence that is NFKC-stable on its own
+    "Code x1\u0301y stays. Cafe\u0301 is not stable.",
+    "A NUL \x00 inside the page. It must still index. Numbers 3.14 and 1,000 and 12/05.",
+    "",
+    "no punctuation at all " * 60,
+]
+
+
+@pytest.mark.parametrize("text", _INDEX_TEXTS)
+def test_sentence_terms_equal_the_per_sentence_definition(text: str) -> None:
+    from citeguard.checks.passage import _content_terms, _sentence_terms
+    from citeguard.text import page_sentence_spans
+
+    spans = page_sentence_spans(text)
+    assert _sentence_terms(text, spans) == [_content_terms(text[s:e]) for s, e in spans]
+
+
+@given(
+    st.lists(
+        st.text(
+            alphabet=st.sampled_from(
+                list("abcXYZ 019.,!?'\n\t…’“–\xa0ﬁİΣσς½™\u00ad\u200b\u1100\u1161가東。＂\u0301\x00")
+            ),
+            max_size=40,
+        ),
+        max_size=12,
+    )
+)
+@settings(max_examples=300, deadline=None)
+def test_sentence_terms_equal_the_definition_on_generated_text(parts: list[str]) -> None:
+    from citeguard.checks.passage import _content_terms, _sentence_terms
+    from citeguard.text import page_sentence_spans
+
+    text = ". ".join(parts)
+    spans = page_sentence_spans(text)
+    assert _sentence_terms(text, spans) == [_content_terms(text[s:e]) for s, e in spans]
+
+
+def test_sentence_terms_equal_the_definition_on_real_pages() -> None:
+    from citeguard.checks.passage import _content_terms, _sentence_terms
+    from citeguard.text import page_sentence_spans
+
+    folder = DATA / "passages"
+    files = sorted(folder.glob("*.html"))[:60] if folder.is_dir() else []
+    if not files:
+        pytest.skip("shared/data/passages is not here")
+    for f in files:
+        page = extract_page(f.read_bytes(), url="https://example.com/a", content_type="text/html")
+        spans = page_sentence_spans(page.text)
+        expected = [_content_terms(page.text[s:e]) for s, e in spans]
+        assert _sentence_terms(page.text, spans) == expected, f.name
