@@ -319,9 +319,14 @@ QUERY_TOKEN_RE = re.compile(r"[A-Za-z0-9][\w'’&+#.-]*[\w+#]|[A-Za-z0-9]")
 
 def entailment_tokens(text: str) -> list[str]:
     """Lowercased ASCII word tokens; ``don't`` becomes ``do`` + ``nt`` so negation survives."""
+    words = _ENTAILMENT_WORD_RE.findall(text)
+    # the tokens are ASCII letters and digits, with at most an apostrophe: lowering them joined
+    # is lowering each (the text around them, which may not be, is never lowered)
+    joined = " ".join(words).lower()
+    if "'" not in joined and "’" not in joined:
+        return joined.split()
     out: list[str] = []
-    for m in _ENTAILMENT_WORD_RE.finditer(text):
-        word = m.group(0).lower().replace("’", "'")
+    for word in joined.replace("’", "'").split():
         if word.endswith("n't"):
             out.extend((word[:-3], "nt"))
         elif "'" in word:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from citeguard.text import (
     ANSWER_TERMINATOR_RE,
@@ -90,6 +93,49 @@ def test_entailment_tokens_keep_negation_of_contractions() -> None:
         "nt",
         "bob",
     ]
+
+
+def _entailment_tokens_one_by_one(text: str) -> list[str]:
+    # the definition: each ASCII word token lowered on its own, contractions split
+    out: list[str] = []
+    for m in re.finditer(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?", text):
+        word = m.group(0).lower().replace("’", "'")
+        if word.endswith("n't"):
+            out.extend((word[:-3], "nt"))
+        elif "'" in word:
+            out.append(word.split("'", 1)[0])
+        else:
+            out.append(word)
+    return out
+
+
+@given(st.text(alphabet=st.sampled_from(list("aZk09 '’-.\nİKßΣ\u212a\u0130x")), max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_entailment_tokens_equal_lowering_each_word(text: str) -> None:
+    # lowering the whole text first would differ: "İ" and the Kelvin sign lower to ASCII
+    assert entailment_tokens(text) == _entailment_tokens_one_by_one(text)
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("reductions", "reduct"),  # "s", then the 6-character prefix
+        ("nationalization", "nation"),  # "ization" -> "ize"
+        ("relational", "relate"),  # "ational" -> "ate"
+        ("studies", "study"),
+        ("applied", "apply"),
+        ("effectiveness", "effect"),
+        ("ements", "ement"),  # too short for "ements" or "ments": only "s" leaves 3 letters
+        ("mess", "mess"),  # four letters: as is
+        ("2024", "2024"),
+        ("x" * 400, "xxxxxx"),
+    ],
+)
+def test_stem_follows_the_suffix_table(word: str, expected: str) -> None:
+    from citeguard.checks._consistency import stem
+
+    assert stem(word) == expected
+    assert stem(word) == expected  # the second call is served by the memo
 
 
 def test_passage_and_query_tokenizers() -> None:
