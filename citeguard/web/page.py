@@ -1528,8 +1528,9 @@ def _clean_text(raw: str) -> str:
     flat = " ".join(raw.split())
     if _BLOCK_MARK not in flat:
         return flat
-    flat = flat.replace(" " + _BLOCK_MARK, _BLOCK_MARK).replace(_BLOCK_MARK + " ", _BLOCK_MARK)
-    return "\n".join(filter(None, flat.split(_BLOCK_MARK)))
+    # the only whitespace left is single spaces, so strip() drops the space on each side of a
+    # mark; runs of marks leave empty pieces, which go
+    return "\n".join(filter(None, map(str.strip, flat.split(_BLOCK_MARK))))
 
 
 def _attr(node: Any, name: str) -> str | None:

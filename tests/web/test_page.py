@@ -66,6 +66,9 @@ def test_invisible_elements_are_dropped() -> None:
         ("<table><tr><td>cell1</td><td>cell2</td></tr></table>", "cell1\ncell2"),
         # inline elements do not split words
         ("<p><b>W</b>ord and <a href='#'>link</a>ed</p>", "Word and linked"),
+        # spaces next to a block boundary go; empty blocks leave no blank lines
+        ("<div> a <p> b </p> <p>\n c\t</p> d </div>", "a\nb\nc\nd"),
+        ("<div>\n <div> \n </div><p></p> x <br> </div>", "x"),
     ],
 )
 def test_block_elements_never_glue_words(body: str, expected: str) -> None:
