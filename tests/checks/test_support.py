@@ -16,11 +16,13 @@ from citeguard.checks.support import (
     Encoded,
     SupportModel,
     SupportScorer,
+    TreeEnsemble,
     claim_negated,
     pair_features,
     prepare_pair,
     texts_to_encode,
 )
+from citeguard.errors import EntailerError
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "claims"
 
@@ -125,6 +127,65 @@ def test_bundled_artifact_is_small_and_consistent(tmp_path: Path) -> None:
     again = SupportModel.load(path)
     x = dict.fromkeys(FEATURE_NAMES, 0.3)
     assert again.probability(x) == pytest.approx(model.probability(x))
+
+
+def test_exported_trees_predict_what_scikit_learn_predicts() -> None:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from benchmarks.train_support import export_trees
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(600, 5))
+    y = ((x[:, 0] + 0.5 * x[:, 1] ** 2 - x[:, 2] * x[:, 3]) > 0.3).astype(int)
+    x[rng.random(x.shape) < 0.05] = np.nan  # missing values take the learned side
+    model = HistGradientBoostingClassifier(
+        max_iter=40, max_leaf_nodes=9, min_samples_leaf=10, early_stopping=False, random_state=0
+    ).fit(x, y)
+    trees = export_trees(model)
+    probe = np.vstack([x[:200], rng.normal(size=(200, 5)) * 3])
+    want = np.log(model.predict_proba(probe)[:, 1] / model.predict_proba(probe)[:, 0])
+    got = np.array([trees.logit(v) for v in probe])
+    assert np.allclose(got, want, atol=1e-7)
+    # and through the artifact's JSON
+    again = TreeEnsemble.from_json(json.loads(json.dumps(trees.to_json())), 5)
+    assert [again.logit(v) for v in probe[:50]] == [trees.logit(v) for v in probe[:50]]
+
+
+def test_changed_number_negatives_change_exactly_one_stated_number() -> None:
+    from benchmarks.train_support import augment_numbers
+
+    rows = [
+        {"claim": "The bridge opened in 1937.", "evidence": "It opened in 1937.", "y": 1},
+        {"claim": "Sales rose 4.2 percent.", "evidence": "Sales rose 4.2 percent.", "y": 1},
+        {"claim": "It cost 1,200 dollars.", "evidence": "It cost 1,200 dollars.", "y": 1},
+        {"claim": "It has 3 lanes.", "evidence": "The bridge has six lanes.", "y": 1},  # not stated
+        {"claim": "Opened in 1937.", "evidence": "Opened in 1937.", "y": 0},  # not supported
+    ]
+    for i, r in enumerate(rows):
+        r |= {"id": str(i), "part": "train", "source_name": "x", "group": str(i)}
+    out = augment_numbers(rows)
+    assert [r["id"] for r in out] == ["aug:0", "aug:1", "aug:2"]
+    year, share, cost = (r["claim"] for r in out)
+    assert year != rows[0]["claim"] and year.startswith("The bridge opened in 19")
+    assert share != rows[1]["claim"] and share.startswith("Sales rose 4.")
+    assert cost != rows[2]["claim"] and "," in cost
+    for r, src in zip(out, rows[:3], strict=True):
+        assert r["y"] == 0 and r["group"] == src["group"]
+
+
+@pytest.mark.parametrize(
+    "trees",
+    [
+        [[[0, 0.5, 0, 2, 0, 0.0], [-1, 0, 0, 0, 0, 1.0], [-1, 0, 0, 0, 0, 2.0]]],  # self-loop
+        [[[1, 0.5, 1, 2, 0, 0.0], [0, 0.1, 0, 2, 0, 1.0], [-1, 0, 0, 0, 0, 2.0]]],  # back edge
+        [[[7, 0.5, 1, 2, 0, 0.0], [-1, 0, 0, 0, 0, 1.0], [-1, 0, 0, 0, 0, 2.0]]],  # no feature 7
+        [[[0, 0.5, 1, 9, 0, 0.0], [-1, 0, 0, 0, 0, 1.0]]],  # child out of range
+        [],  # no tree
+    ],
+)
+def test_malformed_tree_artifacts_are_refused(trees: list[list[list[float]]]) -> None:
+    with pytest.raises(EntailerError):
+        TreeEnsemble.from_json({"baseline": 0.0, "trees": trees}, 3)
 
 
 def test_scorer_with_stand_in_encoder_orders_pairs() -> None:
