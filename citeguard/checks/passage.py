@@ -757,37 +757,49 @@ _JOINER = "\x00"
 _TOKEN_OR_JOINER_RE = re.compile(f"{PASSAGE_TOKEN_RE.pattern}|{_JOINER}")
 
 
-def _sentence_terms(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
-    """``_content_terms`` of every sentence span, in two C passes over the page instead of two
-    per sentence (an index over a 10 kB page: ~140 sentences).
+# Characters of sentences normalised in one call: each C call stays well under a millisecond,
+# so a thread building a long page's index never holds the GIL long against the event loop.
+_TERMS_BATCH_CHARS = 16_000
 
-    The sentences are joined with NUL, normalised and tokenised together, then split at the
-    NULs. That equals normalising each one alone when the page holds no NUL and no combining
-    mark: each character's replacement then depends on that character alone (never on a
-    neighbour, as a mark's does on its base letter), and no replacement or token reaches across
-    a NUL. Any other page is done sentence by sentence.
+
+def _sentence_terms(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
+    """``_content_terms`` of every sentence span, in two C passes per batch of sentences
+    instead of two per sentence (an index over a 10 kB page: ~140 sentences).
+
+    A batch's sentences are joined with NUL, normalised and tokenised together, then split at
+    the NULs. That equals normalising each one alone when the batch holds no NUL and no
+    combining mark: each character's replacement then depends on that character alone (never
+    on a neighbour, as a mark's does on its base letter), and no replacement or token reaches
+    across a NUL. Any other batch is done sentence by sentence.
     """
-    if not spans:
-        return []
-    if _JOINER in text or has_combining_marks(text):
-        return [_content_terms(text[s:e]) for s, e in spans]
-    joined = _JOINER.join(text[s:e] for s, e in spans)
     out: list[list[str]] = []
-    current: list[str] = []
     # a token's term (None: a stopword or a lone letter), each distinct token worked out once
     seen: dict[str, str | None] = {}
-    for tok in _TOKEN_OR_JOINER_RE.findall(normalise(joined)):
-        if tok == _JOINER:
-            out.append(current)
-            current = []
+    first = 0
+    while first < len(spans):
+        last, size = first, 0
+        while last < len(spans) and (last == first or size < _TERMS_BATCH_CHARS):
+            size += spans[last][1] - spans[last][0]
+            last += 1
+        pieces = [text[s:e] for s, e in spans[first:last]]
+        first = last
+        joined = _JOINER.join(pieces)
+        if joined.count(_JOINER) != len(pieces) - 1 or has_combining_marks(joined):
+            out.extend(_content_terms(piece) for piece in pieces)
             continue
-        term = seen.get(tok, "")
-        if term == "":
-            keep = tok not in PARAPHRASE_STOPWORDS and (len(tok) > 1 or tok.isdigit())
-            term = seen[tok] = _stem(tok) if keep else None
-        if term is not None:
-            current.append(term)
-    out.append(current)
+        current: list[str] = []
+        for tok in _TOKEN_OR_JOINER_RE.findall(normalise(joined)):
+            if tok == _JOINER:
+                out.append(current)
+                current = []
+                continue
+            term = seen.get(tok, "")
+            if term == "":
+                keep = tok not in PARAPHRASE_STOPWORDS and (len(tok) > 1 or tok.isdigit())
+                term = seen[tok] = _stem(tok) if keep else None
+            if term is not None:
+                current.append(term)
+        out.append(current)
     return out
 
 

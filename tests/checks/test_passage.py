@@ -432,6 +432,8 @@ _INDEX_TEXTS = [
     "A NUL \x00 inside the page. It must still index. Numbers 3.14 and 1,000 and 12/05.",
     "",
     "no punctuation at all " * 60,
+    # several batches, one of them with a combining mark and one with a NUL
+    "Plain sentence one. " * 1500 + "Cafe\u0301 x1\u0301y. " + "Next ones. " * 3000 + "N\x00L.",
 ]
 
 
