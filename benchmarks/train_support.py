@@ -315,7 +315,7 @@ RISING = frozenset(FEATURE_NAMES) - FALLING - FREE
 MONOTONIC = [1 if f in RISING else -1 if f in FALLING else 0 for f in FEATURE_NAMES]
 
 
-def make_model(kind: str, c: float, gbm: dict[str, Any] | None = None) -> Any:
+def make_model(kind: str, c: float) -> Any:
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -325,7 +325,7 @@ def make_model(kind: str, c: float, gbm: dict[str, Any] | None = None) -> Any:
         return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000))
     # no early stopping: a fit must not depend on a random validation split
     return HistGradientBoostingClassifier(
-        **(gbm or GBM_PARAMS), monotonic_cst=MONOTONIC, early_stopping=False, random_state=SEED
+        **GBM_PARAMS, monotonic_cst=MONOTONIC, early_stopping=False, random_state=SEED
     )
 
 

@@ -784,6 +784,7 @@ def _sentence_terms(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
         pieces = [text[s:e] for s, e in spans[first:last]]
         first = last
         joined = _JOINER.join(pieces)
+        # more NULs than the joins put there: a piece holds one of its own
         if joined.count(_JOINER) != len(pieces) - 1 or has_combining_marks(joined):
             out.extend(_content_terms(piece) for piece in pieces)
             continue
