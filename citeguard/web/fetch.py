@@ -39,7 +39,7 @@ import socket
 import ssl
 import time
 import zlib
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -82,6 +82,12 @@ _SMALL_BODY = 256 * 1024  # announced bodies up to this size are read in one cal
 _DECODE_STEP = 1024 * 1024  # the most one brotli call may inflate (memory per step)
 _DNS_CACHE_SIZE = 4096
 _GRACE = 0.05  # seconds a waiter gives a fetch to report its own timeout
+# _StartPacer: requests that may start in one turn of the event loop when none is waiting, and
+# then per turn while some wait (measured on the suite's 200 URLs: 8 a turn alone, 1.05x lychee;
+# no pacing 0.92x; 32 then 8, 1.03x, and a 50-citation guard check as fast as unpaced, where 8
+# alone cost it ~0.1x the slowest URL: its turns are longer, with pages being extracted)
+_STARTS_IN_BURST = 32
+_STARTS_PER_TURN = 8
 _TICK = 0.005  # per-URL deadlines falling in one such slice share one loop timer (seconds)
 # Response headers that are not worth keeping in a result (privacy, size).
 _DROP_HEADERS = frozenset({"set-cookie"})
@@ -510,6 +516,63 @@ def _error_hop(exc: BaseException, method: Literal["HEAD", "GET"]) -> _Hop:
 # --------------------------------------------------------------------------------------------
 
 
+class _StartPacer:
+    """How many requests start in one turn of the event loop: ``burst`` when none is waiting,
+    then ``per_turn`` a turn, in order, until the queue is empty.
+
+    Unpaced, a fetch of 200 URLs opens 200 connections in one turn (each task runs until it
+    waits on its socket) and the loop polls none of them before all 200 are under way: measured,
+    the first request went out ~55 ms after the start, and every one only after all the
+    connects. Paced, the loop polls between batches, so early requests are sent (and their
+    connections come back to the pool) while later ones are still starting. A small answer's
+    requests (up to ``burst``) all start at once, as before.
+    """
+
+    __slots__ = ("_allowed", "_burst", "_loop", "_per_turn", "_queue", "_tick_due", "_used")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, per_turn: int, burst: int) -> None:
+        self._loop = loop
+        self._per_turn = per_turn
+        self._burst = burst
+        self._allowed = burst
+        self._queue: deque[asyncio.Future[None]] = deque()
+        self._used = 0
+        self._tick_due = False
+
+    def ready(self) -> bool:
+        """True when a request may start now (and counts it); else wait for :meth:`turn`."""
+        if self._used < self._allowed and not self._queue:
+            self._used += 1
+            self._schedule()
+            return True
+        return False
+
+    def turn(self) -> asyncio.Future[None]:
+        """A future that completes when this request's turn comes (FIFO)."""
+        fut: asyncio.Future[None] = self._loop.create_future()
+        self._queue.append(fut)
+        self._schedule()
+        return fut
+
+    def _schedule(self) -> None:
+        if not self._tick_due:
+            self._tick_due = True
+            self._loop.call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self._tick_due = False
+        self._used = 0
+        queue = self._queue
+        self._allowed = self._per_turn if queue else self._burst
+        while queue and self._used < self._allowed:
+            fut = queue.popleft()
+            if not fut.done():  # a cancelled waiter gives its place up
+                fut.set_result(None)
+                self._used += 1
+        if queue or self._used:
+            self._schedule()
+
+
 @dataclass(slots=True)
 class _CacheEntry:
     result: FetchResult
@@ -613,6 +676,7 @@ class Fetcher(AsyncClosing):
         self._cached_bytes = 0
         self._inflight: dict[tuple[str, bool], _InFlight] = {}
         self._deadlines: _Deadlines | None = None
+        self._pacer: _StartPacer | None = None
         self._session: aiohttp.ClientSession | None = None
         self._limits_redis = limits_redis
         self._limiter: HostLimiter | None = None
@@ -650,6 +714,7 @@ class Fetcher(AsyncClosing):
             self._inflight.clear()
         if self._loop is not loop:
             self._deadlines = _Deadlines(loop)
+            self._pacer = _StartPacer(loop, _STARTS_PER_TURN, _STARTS_IN_BURST)
         self._loop = loop
 
     def _get_session(self) -> aiohttp.ClientSession:
@@ -1139,6 +1204,10 @@ class Fetcher(AsyncClosing):
                 method,
             )
         try:
+            pacer = self._pacer
+            assert pacer is not None
+            if not pacer.ready():
+                await pacer.turn()
             async with session.request(method, u, headers=headers, allow_redirects=False) as resp:
                 hop = await self._read_response(resp, method, want_body)
         except (aiohttp.ClientError, OSError, ValueError) as exc:

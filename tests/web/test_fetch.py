@@ -842,3 +842,96 @@ def test_fetcher_survives_a_new_event_loop(fetch_policy: FetchPolicy) -> None:
     assert asyncio.run(once(fetcher)) is S.OK
     assert asyncio.run(once(fetcher)) is S.OK
     asyncio.run(fetcher.aclose())
+
+
+# --------------------------------------------------------------------------------------------
+# Pacing: requests go out while later ones are still starting
+# --------------------------------------------------------------------------------------------
+
+
+class _TurnCounter:
+    """Counts turns of the running loop (a callback that re-schedules itself once per turn)."""
+
+    def __init__(self) -> None:
+        self.turn = 0
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self.turn += 1
+        self._handle = self._loop.call_soon(self._tick)
+
+    def stop(self) -> None:
+        self._handle.cancel()
+
+
+async def test_start_pacer_admits_a_burst_then_a_few_per_turn_in_order() -> None:
+    from citeguard.web.fetch import _StartPacer
+
+    pacer = _StartPacer(asyncio.get_running_loop(), 3, 5)
+    turns = _TurnCounter()
+    passed: list[tuple[int, int]] = []
+
+    async def request(i: int) -> None:
+        if not pacer.ready():
+            await pacer.turn()
+        passed.append((i, turns.turn))
+
+    tasks = [asyncio.create_task(request(i)) for i in range(12)]
+    await asyncio.sleep(0)  # every task has asked once
+    tasks[6].cancel()  # a waiter that goes away gives its place up
+    await asyncio.gather(*tasks, return_exceptions=True)
+    turns.stop()
+    assert [i for i, _ in passed] == [0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11]
+    per_turn: dict[int, int] = {}
+    for _, t in passed:
+        per_turn[t] = per_turn.get(t, 0) + 1
+    counts = [per_turn[t] for t in sorted(per_turn)]
+    assert counts == [5, 3, 3]  # the burst, then three a turn
+
+    # idle again: the next requests start at once, a burst of them
+    before = len(passed)
+    await asyncio.gather(*(request(i) for i in range(20, 25)))
+    assert len({t for _, t in passed[before:]}) == 1
+
+
+async def test_first_request_goes_out_before_every_connection_is_opened(
+    fetch_policy: FetchPolicy,
+) -> None:
+    """128 URLs at once on one server: the first request reaches it while most connections are
+    not yet open (unpaced, all 128 were opened before any request was sent; paced, 48: a burst
+    of 32, then two turns of 8)."""
+    n = 128
+    accepted = 0
+    seen_at_first_request: list[int] = []
+    all_open = asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal accepted
+        accepted += 1
+        if accepted == n:
+            all_open.set()
+        try:
+            while await reader.readuntil(b"\r\n\r\n"):
+                if not seen_at_first_request:
+                    seen_at_first_request.append(accepted)
+                await all_open.wait()  # no answer (so no connection reused) before all are open
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    policy = _policy(fetch_policy, per_host_concurrency=n, global_concurrency=n)
+    urls = [f"http://127.0.0.1:{port}/page/{i}" for i in range(n)]
+    try:
+        async with Fetcher(policy) as f:
+            results = await f.fetch_all(urls, want_body=False)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert all(r.status is S.OK for r in results.values())
+    assert seen_at_first_request and seen_at_first_request[0] <= n // 2
