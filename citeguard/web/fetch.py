@@ -24,6 +24,8 @@ How one URL is fetched:
    Every request first takes a lease from the per-host limiter (:mod:`citeguard.web.limits`:
    concurrency, rate, pauses; shared across replicas with ``limits_redis``), and a 429 or a
    ``Retry-After`` pauses the host for every other request to it.
+   Requests then start at most a few per turn of the event loop once many are waiting
+   (:class:`_StartPacer`), so the loop keeps serving the ones already under way.
 7. Bodies are streamed under a raw-size cap and a decompressed-size cap (decompression is done here,
    incrementally, so a gzip bomb never grows memory past the cap).
 """
