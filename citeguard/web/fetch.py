@@ -85,9 +85,9 @@ _DECODE_STEP = 1024 * 1024  # the most one brotli call may inflate (memory per s
 _DNS_CACHE_SIZE = 4096
 _GRACE = 0.05  # seconds a waiter gives a fetch to report its own timeout
 # _StartPacer: requests that may start in one turn of the event loop when none is waiting, and
-# then per turn while some wait (measured on the suite's 200 URLs: 8 a turn alone, 1.05x lychee;
-# no pacing 0.92x; 32 then 8, 1.03x, and a 50-citation guard check as fast as unpaced, where 8
-# alone cost it ~0.1x the slowest URL: its turns are longer, with pages being extracted)
+# then per turn while some wait. Paired runs, same URLs: 200 URLs 9.5% faster than unpaced,
+# 2,000 URLs 1.1%; 50-citation guard checks unchanged (+0.8 ms median over 16 answers). 4 or
+# 16 a turn, or a burst of 16 or 64, were no better at both sizes (benchmarks/README.md).
 _STARTS_IN_BURST = 32
 _STARTS_PER_TURN = 8
 _TICK = 0.005  # per-URL deadlines falling in one such slice share one loop timer (seconds)
