@@ -259,6 +259,36 @@ def test_held_out_sample_beats_chance(real_scorer: SupportScorer) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+def test_attention_experiment_ignores_padding() -> None:
+    """benchmarks/support_da.py: a pair scores the same alone and padded into a batch beside a
+    longer pair (masked claim and evidence positions take no part)."""
+    torch = pytest.importorskip("torch")
+    from benchmarks.support_da import build_model
+
+    torch.manual_seed(0)
+    model = build_model(8).eval()
+
+    def unit(n: int) -> object:
+        return torch.nn.functional.normalize(torch.randn(n, 384), dim=-1)
+
+    c, e = unit(3), unit(5)
+    c_long, e_long = unit(6), unit(9)
+    content = torch.tensor([True, False, True])
+    with torch.no_grad():
+        alone = model(c[None], content[None], e[None], torch.ones(1, 5, dtype=torch.bool))
+        cb = torch.zeros(2, 6, 384)
+        cm = torch.zeros(2, 6, dtype=torch.bool)
+        eb = torch.zeros(2, 9, 384)
+        em = torch.zeros(2, 9, dtype=torch.bool)
+        cb[0, :3], cm[0, :3], eb[0, :5], em[0, :5] = c, content, e, True
+        cb[1], cm[1], eb[1], em[1] = c_long, True, e_long, True
+        cb[0, 3:] = 5.0  # garbage in the padding must not leak in
+        eb[0, 5:] = 5.0
+        batched = model(cb, cm, eb, em)
+    assert torch.allclose(alone[0], batched[0], atol=1e-5)
+    assert not torch.allclose(batched[0], batched[1], atol=1e-3)
+
+
 def test_lora_adapters_merge_into_the_same_function() -> None:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
