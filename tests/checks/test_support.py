@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -255,7 +256,8 @@ def test_held_out_sample_beats_chance(real_scorer: SupportScorer) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# The LoRA cross-encoder experiment (benchmarks/train_support.py --model ce) and LocalEntailer
+# The experiments not shipped (benchmarks/support_da.py; the LoRA cross-encoder,
+# benchmarks/train_support.py --model ce) and LocalEntailer
 # --------------------------------------------------------------------------------------------
 
 
@@ -268,7 +270,7 @@ def test_attention_experiment_ignores_padding() -> None:
     torch.manual_seed(0)
     model = build_model(8).eval()
 
-    def unit(n: int) -> object:
+    def unit(n: int) -> Any:
         return torch.nn.functional.normalize(torch.randn(n, 384), dim=-1)
 
     c, e = unit(3), unit(5)
