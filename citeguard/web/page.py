@@ -21,7 +21,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
@@ -1901,6 +1901,58 @@ def _main_text(tree: Any) -> str | None:
     return text or None
 
 
+def _lexbor_bytes(raw_bytes: bytes | None, charset: str | None) -> bytes | None:
+    """The body itself when lexbor can parse it as it is (UTF-8 without a BOM), else None
+    (the decoded str is parsed)."""
+    if raw_bytes is not None and charset == "utf-8" and not raw_bytes.startswith(codecs.BOM_UTF8):
+        return raw_bytes
+    return None
+
+
+class _ParsedHtml(NamedTuple):
+    """An HTML page after :func:`_parse_html`: the text that was parsed (bounded when it had
+    to be), its lexbor tree and what its head and JSON-LD say."""
+
+    html: str
+    tree: Any
+    head: _Head
+    bounded: bool
+
+
+def _parse_html(html: str, url: str, utf8_body: bytes | None, limits: FetchPolicy) -> _ParsedHtml:
+    """The first stage of an HTML page: bounded when it must be, parsed once, its head read."""
+    if _small_enough(html, limits):
+        bounded = False  # the parser's worst case on this little markup is a few ms
+    else:
+        html, bounded = _bound_html(html, limits)
+    if bounded:
+        utf8_body = None  # the bounded text is what gets parsed, not the body
+    # lexbor reads UTF-8 bytes natively; handing it the body saves re-encoding the str
+    tree = LexborHTMLParser(utf8_body if utf8_body is not None else html)
+    return _ParsedHtml(html, tree, _Head(tree, url, _JsonLd(limits.max_jsonld_chars)), bounded)
+
+
+def _html_dates(
+    parsed: _ParsedHtml,
+    url: str,
+    now: datetime,
+    headers: Mapping[str, str],
+    date_fallback: bool,
+) -> tuple[datetime | None, str | None, datetime | None]:
+    """The dates stage, run on the whole tree before any text is read: (published, its
+    source, modified) by :func:`_structured_dates`' precedence, then htmldate (when
+    ``date_fallback``), then the ``Last-Modified`` header for ``modified``."""
+    published, source, modified = _structured_dates(parsed.head, url, now)
+    if published is None and date_fallback and not parsed.bounded:
+        # htmldate walks every element in Python: not on a page that had to be bounded
+        published = _htmldate_published(parsed.html, url, now)
+        if published is not None:
+            source = "htmldate"
+    if modified is None:
+        modified = _plausible(parse_date(headers.get("last-modified")), now)
+    return published, source, modified
+
+
 def _extract_html(
     html: str,
     url: str,
@@ -1911,18 +1963,10 @@ def _extract_html(
     date_fallback: bool = True,
     limits: FetchPolicy | None = None,
 ) -> Page:
-    limits = limits or _DEFAULT_LIMITS
-    if _small_enough(html, limits):
-        bounded = False  # the parser's worst case on this little markup is a few ms
-    else:
-        html, bounded = _bound_html(html, limits)
-    if bounded:
-        utf8_body = None  # the bounded text is what gets parsed, not the body
-    # lexbor reads UTF-8 bytes natively; handing it the body saves re-encoding the str
-    tree = LexborHTMLParser(utf8_body if utf8_body is not None else html)
-    head = _Head(tree, url, _JsonLd(limits.max_jsonld_chars))
+    parsed = _parse_html(html, url, utf8_body, limits or _DEFAULT_LIMITS)
+    tree, head = parsed.tree, parsed.head
     # dates first: on-page date elements are placed (on demand) while the tree is whole
-    published, source, modified = _structured_dates(head, url, now)
+    published, source, modified = _html_dates(parsed, url, now, headers, date_fallback)
     tree.strip_tags(_DROP_TAGS, recursive=True)
     for node in tree.css(_HIDDEN_SELECTOR):
         if node.tag not in ("html", "body"):
@@ -1935,14 +1979,6 @@ def _extract_html(
     root = tree.body if tree.body is not None else tree.root
     text = _clean_text(root.text(separator="")) if root is not None else ""
     main_text = _main_text(tree) if text else None
-
-    if published is None:
-        # htmldate walks every element in Python: not on a page that had to be bounded
-        published = _htmldate_published(html, url, now) if date_fallback and not bounded else None
-        if published is not None:
-            source = "htmldate"
-    if modified is None:
-        modified = _plausible(parse_date(headers.get("last-modified")), now)
     language = head.language or _language(headers.get("content-language"))
     return Page(
         url=url,
@@ -2226,9 +2262,7 @@ def extract_page(
             modified=modified,
             charset=charset,
         )
-    utf8_body = None
-    if raw_bytes is not None and charset == "utf-8" and not raw_bytes.startswith(codecs.BOM_UTF8):
-        utf8_body = raw_bytes
+    utf8_body = _lexbor_bytes(raw_bytes, charset)
     return _extract_html(text, url, now, charset, lowered, utf8_body, date_fallback, limits)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from citeguard.policy import DEFAULT_MAX_HTML_ATTRIBUTES
 from citeguard.web import page as page_module
 from citeguard.web.page import extract_page
 
@@ -428,6 +429,40 @@ def test_htmldate_runs_only_when_the_markup_yields_no_date(monkeypatch: pytest.M
     assert calls == []
     assert _date("<div class='post'><p class='date'>Am 12.03.2021</p></div>")[1] == "htmldate"
     assert calls == [URL]
+
+
+def _bounded_page(body: str) -> bytes:
+    """``body`` after a tag with more attributes than the default bound (so the page is cut
+    before it is parsed)."""
+    attrs = " ".join(f"a{i}" for i in range(2 * DEFAULT_MAX_HTML_ATTRIBUTES))
+    return _page(f"<span {attrs}>x</span>{body}")
+
+
+@pytest.mark.parametrize(
+    ("body", "want_source"),
+    [
+        (_page(head=_ld({"@type": "NewsArticle", "datePublished": "2021-01-15"})), "json-ld"),
+        (
+            _page(head="<meta property='article:published_time' content='2021-02-15'>"),
+            "meta:article:published_time",
+        ),
+        (_page(f"<article>{_BYLINE}</article>"), "time"),
+        (_page("<div class='post'><p class='date'>Am 12.03.2021</p></div>"), "htmldate"),
+        (_page("<p>no date anywhere</p>"), None),
+        # bounded: htmldate is skipped, by the stages as by extract_page
+        (_bounded_page("<div class='post'><p class='date'>Am 12.03.2021</p></div>"), None),
+        (_bounded_page(f"<article>{_BYLINE}</article>"), "time"),
+    ],
+    ids=["json-ld", "meta", "time", "htmldate", "none", "bounded-no-htmldate", "bounded-time"],
+)
+def test_date_stages_alone_give_extract_pages_dates(body: bytes, want_source: str | None) -> None:
+    # benchmarks/bench_dates.py times the date stages on their own next to htmldate; what it
+    # times must be what extract_page runs, family by family
+    from benchmarks.bench_dates import date_stages
+
+    page = extract_page(body, url=URL, content_type="text/html", now=NOW)
+    assert page.date_source == want_source
+    assert date_stages(body, URL, NOW) == (page.published, page.date_source)
 
 
 # --------------------------------------------------------------------------------------------
