@@ -195,15 +195,10 @@ def main() -> None:
         return out
 
     def trees(x: np.ndarray, monotonic: list[int]) -> dict[str, Any]:
-        shipped = list(ts.MONOTONIC)
-        ts.MONOTONIC[:] = monotonic  # make_model reads the constraints from the module
-        try:
-            cv = ts.evaluate_cv(rows, x, train_idx, "gbm", 0.0, AB_WEIGHT)
-            model = ts.make_model("gbm", 0.0)
-            w = ts.sample_weights(rows, train_idx, AB_WEIGHT)
-            model.fit(x[train_idx], [rows[i]["y"] for i in train_idx], sample_weight=w)
-        finally:
-            ts.MONOTONIC[:] = shipped
+        cv = ts.evaluate_cv(rows, x, train_idx, "gbm", 0.0, AB_WEIGHT, monotonic)
+        model = ts.make_model("gbm", 0.0, monotonic)
+        w = ts.sample_weights(rows, train_idx, AB_WEIGHT)
+        model.fit(x[train_idx], [rows[i]["y"] for i in train_idx], sample_weight=w)
         a, b = cv["platt"]
         z = np.where(ok[held], ts.logits(model, x[held]), -10.0)
         return {

@@ -315,7 +315,9 @@ RISING = frozenset(FEATURE_NAMES) - FALLING - FREE
 MONOTONIC = [1 if f in RISING else -1 if f in FALLING else 0 for f in FEATURE_NAMES]
 
 
-def make_model(kind: str, c: float) -> Any:
+def make_model(kind: str, c: float, monotonic: Sequence[int] | None = None) -> Any:
+    """``kind`` "lr" (logistic, inverse L2 ``c``) or the trees, with ``monotonic`` constraints
+    per feature (default: :data:`MONOTONIC`, the shipped features')."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -325,7 +327,10 @@ def make_model(kind: str, c: float) -> Any:
         return make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=2000))
     # no early stopping: a fit must not depend on a random validation split
     return HistGradientBoostingClassifier(
-        **GBM_PARAMS, monotonic_cst=MONOTONIC, early_stopping=False, random_state=SEED
+        **GBM_PARAMS,
+        monotonic_cst=list(MONOTONIC if monotonic is None else monotonic),
+        early_stopping=False,
+        random_state=SEED,
     )
 
 
@@ -371,7 +376,13 @@ def logits(model: Any, x: np.ndarray) -> np.ndarray:
 
 
 def oof_logits(
-    rows: Sequence[dict[str, Any]], x: np.ndarray, idx: np.ndarray, kind: str, c: float, ab_w: float
+    rows: Sequence[dict[str, Any]],
+    x: np.ndarray,
+    idx: np.ndarray,
+    kind: str,
+    c: float,
+    ab_w: float,
+    monotonic: Sequence[int] | None = None,
 ) -> np.ndarray:
     from sklearn.model_selection import GroupKFold
 
@@ -379,7 +390,7 @@ def oof_logits(
     out = np.zeros(len(idx))
     folds = GroupKFold(n_splits=5, shuffle=True, random_state=SEED)
     for tr, te in folds.split(idx, groups=groups):
-        m = make_model(kind, c)
+        m = make_model(kind, c, monotonic)
         w = sample_weights(rows, idx[tr], ab_w)
         step = "logisticregression__sample_weight" if kind == "lr" else "sample_weight"
         m.fit(x[idx[tr]], [rows[i]["y"] for i in idx[tr]], **{step: w})
@@ -404,9 +415,15 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 
 def evaluate_cv(
-    rows: Sequence[dict[str, Any]], x: np.ndarray, idx: np.ndarray, kind: str, c: float, ab_w: float
+    rows: Sequence[dict[str, Any]],
+    x: np.ndarray,
+    idx: np.ndarray,
+    kind: str,
+    c: float,
+    ab_w: float,
+    monotonic: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    z = oof_logits(rows, x, idx, kind, c, ab_w)
+    z = oof_logits(rows, x, idx, kind, c, ab_w, monotonic)
     y = np.array([rows[i]["y"] for i in idx])
     is_ab = np.array([rows[i]["source_name"] == "AB" for i in idx])
     a, b = platt(z[is_ab], y[is_ab])
