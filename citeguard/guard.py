@@ -31,7 +31,7 @@ from citeguard.checks.sources import with_source_kinds
 from citeguard.checks.validity import EarlyValidity, ScoreCache, check_validity, uncited_references
 from citeguard.errors import CitationRejected, PolicyError
 from citeguard.extract_stage import ExtractStage
-from citeguard.loop import ON_FAIL, AnswerFn, regenerate
+from citeguard.loop import ON_FAIL, AnswerFn, Recheck, regenerate
 from citeguard.models import (
     Answer,
     FetchResult,
@@ -45,7 +45,7 @@ from citeguard.parse import AnswerLimits, parse_answer
 from citeguard.policy import Policy
 from citeguard.providers.resolve import resolve_answer
 from citeguard.recording import recording_run, run_searches, wrap_search
-from citeguard.repair import repairer_for
+from citeguard.repair import Repairer, repairer_for
 from citeguard.search import as_search_records
 from citeguard.snapshot import SnapshotFetcher, SnapshotMode, SnapshotStore, prepare_snapshot
 from citeguard.stream import (
@@ -457,16 +457,7 @@ class Guard:
                     tracing=self.tracing,
                     searches=searches,
                     replay=self.snapshot_mode is SnapshotMode.REPLAY,
-                    repair=repairer_for(
-                        self.policy,
-                        fetcher=self._get_fetcher,
-                        pages=self._pages,
-                        entailer=self._get_entailer(),
-                        scores=self._scores,
-                        tracing=self.tracing,
-                        recheck=recheck,
-                        replay=self.snapshot_mode is SnapshotMode.REPLAY,
-                    ),
+                    repair=self.repairer(recheck),
                 )
                 self.tracing.record_result(root, result)
         if self._case_log is not None:
@@ -474,6 +465,20 @@ class Guard:
         if not result.passed and ON_FAIL[self.policy.on_fail].raises:
             raise CitationRejected(result.message or "the answer failed the citation guard", result)
         return result
+
+    def repairer(self, recheck: Recheck, *, policy: Policy | None = None) -> Repairer | None:
+        """The repair hook (:mod:`citeguard.repair`) over this Guard's fetcher, pages, entailer
+        and scores, under ``policy`` (default: the Guard's); ``None`` when it repairs nothing."""
+        return repairer_for(
+            self.policy if policy is None else policy,
+            fetcher=self._get_fetcher,
+            pages=self._pages,
+            entailer=self._get_entailer(),
+            scores=self._scores,
+            tracing=self.tracing,
+            recheck=recheck,
+            replay=self.snapshot_mode is SnapshotMode.REPLAY,
+        )
 
     # ------------------------------------------------------------------ streaming
 

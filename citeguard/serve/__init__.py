@@ -1,0 +1,1 @@
+"""citeguard serve: the HTTP service (the gateway endpoints live in gateway_routes)."""
