@@ -105,9 +105,9 @@ async def litellm_basic_guardrail_api(
     on_fail = _on_fail(params.get("on_fail"), request)
     guard = _guard(request)
     question = question_of(body.structured_messages)
-    outcomes = [
-        await guard_answer(guard, text, question=question, on_fail=on_fail) for text in body.texts
-    ]
+    outcomes = await asyncio.gather(
+        *(guard_answer(guard, text, question=question, on_fail=on_fail) for text in body.texts)
+    )
     meta = [o.metadata() for o in outcomes]
     blocked = [o.message for o in outcomes if o.blocked]
     if blocked:

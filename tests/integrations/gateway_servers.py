@@ -162,6 +162,10 @@ class Servers:
             body = await request.json()
             model = str(body.get("model", "good")).split("/")[-1]
             content = answers(self.site).get(model)
+            if model == "fresh":  # the good answer citing pages never fetched before
+                content = answers(self.site)["good"].replace(
+                    "?utm_source", f"?n={self.upstream_calls}&utm_source"
+                )
             if content is None:
                 return web.json_response({"error": {"message": f"no model {model}"}}, status=404)
             data = completion(model, content, self.site)
