@@ -16,21 +16,22 @@ LiteLLM imports the class by its dotted path (``citeguard`` must be installed in
 environment: ``pip install 'citeguard-agent[litellm]'``). The settings not given come from the
 same ``CITEGUARD_*`` variables as ``citeguard serve``.
 
-* **Whole responses** (the post-call success hook): the whole ``ModelResponse`` is checked,
-  its ``url_citation`` annotations included (LiteLLM's text-only guardrail interface never sees
-  them), with the last user message as the question. A passing answer goes through unchanged;
-  a failing one is blocked (HTTP 400, ``{"error": {"message": "citeguard blocked the answer:
-  ... failing citations: URL (status: reason); ..."}}``), repaired (mended from the pages it
-  cites, checked again, else blocked) or annotated, per ``on_fail``
-  (:mod:`citeguard.integrations.gateway`). The guardrail's name joins the
-  ``x-litellm-applied-guardrails`` header; ``x-citeguard-action`` says what happened, and the
-  response body carries the verdict in brief under ``citeguard``.
+* **Whole responses** (the post-call success hook): the whole ``ModelResponse`` (or a
+  Responses API response) is checked, its ``url_citation`` annotations included (LiteLLM's
+  text-only guardrail interface never sees them), with the last user message as the question.
+  A passing answer goes through unchanged; a failing one is blocked (HTTP 400, ``{"error":
+  {"message": "citeguard blocked the answer: ... failing citations: URL (status: reason);
+  ..."}}``), repaired (mended from the pages it cites, checked again, else blocked) or
+  annotated, per ``on_fail`` (:mod:`citeguard.integrations.gateway`). The guardrail's name
+  joins the ``x-litellm-applied-guardrails`` header; ``x-citeguard-action`` says what happened,
+  and the response body carries the verdict in brief under ``citeguard``.
 * **Streams** (the streaming iterator hook): chunks are held until the citations of their
   sentence are verified, as ``Guard.stream(..., mode="hold")`` does; text after a failing
   sentence never reaches the client. At the end of the stream a failing answer is blocked (an
   error event ends the stream), repaired (the rest of the mended answer is sent) or annotated
   (the held text is sent; the verdict goes to the proxy's log, not the stream). Streams are
-  checked on their text: providers' stream annotations are not read.
+  checked on their text: providers' stream annotations are not read. Responses API streams
+  are passed on unchecked.
 
 One Guard per configured guardrail in each proxy process (its connection pool, caches and
 extraction process), started with the proxy and closed when the proxy's event loop ends
@@ -142,25 +143,38 @@ class CiteguardGuardrail(CustomGuardrail):  # type: ignore[misc]  # litellm is u
     ) -> Any:
         """Check the whole response; returns the response the client gets (raises
         :class:`~citeguard.integrations.gateway.CitationsBlocked` to block it)."""
-        if not isinstance(response, ModelResponse):
+        chat = isinstance(response, ModelResponse)
+        dumped = response.model_dump() if chat or _is_responses_api(response) else None
+        if dumped is None:
             return response  # embeddings, images, ...: nothing cited
         if self.should_run_guardrail(data=data, event_type=GuardrailEventHooks.post_call) is False:
             return response
         add_guardrail_to_applied_guardrails_header(data, self.guardrail_name)
         guard = await self.guard()
+        on_fail = self.settings.on_fail
+        text_part = None if chat else _only_text_part(response)
+        if not chat and on_fail == "repair" and text_part is None:
+            on_fail = "block"  # a Responses output of several text parts: nowhere to put one
         outcome = await guard_answer(
             guard,
-            response.model_dump(),
-            question=question_of(data.get("messages")),
-            on_fail=self.settings.on_fail,
+            dumped,
+            question=question_of(data.get("messages") or _input_messages(data.get("input"))),
+            on_fail=on_fail,
         )
         self._mark(response, outcome)
         if outcome.blocked:
             raise CitationsBlocked(outcome.message, guardrail_name=self.guardrail_name)
         if outcome.action == "repair" and outcome.text is not None:
-            message = response.choices[0].message
-            message.content = outcome.text
-            message.annotations = url_citations(outcome.text)
+            if chat:
+                message = response.choices[0].message
+                message.content = outcome.text
+                message.annotations = url_citations(outcome.text)
+            elif text_part is not None:
+                text_part.text = outcome.text
+                text_part.annotations = [
+                    {"type": "url_citation", **a["url_citation"]}
+                    for a in url_citations(outcome.text)
+                ]
         return response
 
     def _mark(self, response: Any, outcome: GatewayOutcome) -> None:
@@ -182,6 +196,11 @@ class CiteguardGuardrail(CustomGuardrail):  # type: ignore[misc]  # litellm is u
             self.should_run_guardrail(data=request_data, event_type=GuardrailEventHooks.post_call)
             is False
         ):
+            async for chunk in response:
+                yield chunk
+            return
+        if "messages" not in request_data:
+            # a Responses API stream (events, not chat chunks): passed on unchecked
             async for chunk in response:
                 yield chunk
             return
@@ -278,6 +297,28 @@ class _Upstream:
 
     def tail(self) -> list[Any]:
         return list(self._tail)
+
+
+def _is_responses_api(response: Any) -> bool:
+    """A Responses API response (LiteLLM's ``ResponsesAPIResponse``)."""
+    return getattr(response, "object", None) == "response" and hasattr(response, "output")
+
+
+def _only_text_part(response: Any) -> Any:
+    """The one ``output_text`` part of a Responses output, or None when there are several."""
+    parts = [
+        part
+        for item in getattr(response, "output", None) or []
+        if getattr(item, "type", None) == "message"
+        for part in getattr(item, "content", None) or []
+        if getattr(part, "type", None) == "output_text"
+    ]
+    return parts[0] if len(parts) == 1 else None
+
+
+def _input_messages(value: Any) -> Any:
+    """A Responses request's ``input`` as chat messages: a string is one user message."""
+    return [{"role": "user", "content": value}] if isinstance(value, str) else value
 
 
 def _carries_more(chunk: Any) -> bool:

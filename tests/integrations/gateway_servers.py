@@ -107,6 +107,46 @@ def completion(model: str, content: str, site: str) -> dict[str, Any]:
     }
 
 
+def responses_api(model: str, content: str, site: str) -> dict[str, Any]:
+    """The same answer as an OpenAI Responses API response (one ``output_text`` part)."""
+    annotations = [
+        {"type": "url_citation", **a["url_citation"]}
+        for a in completion(model, content, site)["choices"][0]["message"]["annotations"]
+    ]
+    return {
+        "id": f"resp_{model}",
+        "object": "response",
+        "created_at": 1_700_000_000,
+        "status": "completed",
+        "model": model,
+        "output": [
+            {
+                "type": "web_search_call",
+                "id": "ws_1",
+                "status": "completed",
+                "action": {"type": "search", "query": "Eiffel Tower height material"},
+            },
+            {
+                "type": "message",
+                "id": "msg_1",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": content, "annotations": annotations}],
+            },
+        ],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [{"type": "web_search_preview"}],
+        "usage": {
+            "input_tokens": 12,
+            "output_tokens": 40,
+            "total_tokens": 52,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        },
+    }
+
+
 class Servers:
     """The cited site and the OpenAI-format upstream, on one background event loop."""
 
@@ -186,8 +226,18 @@ class Servers:
             await resp.write_eof()
             return resp
 
+        async def responses(request: web.Request) -> web.StreamResponse:
+            self.upstream_calls += 1
+            body = await request.json()
+            model = str(body.get("model", "good")).split("/")[-1]
+            content = answers(self.site).get(model)
+            if content is None:
+                return web.json_response({"error": {"message": f"no model {model}"}}, status=404)
+            return web.json_response(responses_api(model, content, self.site))
+
         app = web.Application()
         app.router.add_post("/v1/chat/completions", chat)
+        app.router.add_post("/v1/responses", responses)
         return app
 
 
@@ -392,6 +442,7 @@ __all__ = [
     "litellm_python",
     "policy_json",
     "require_litellm",
+    "responses_api",
     "write_config",
 ]
 

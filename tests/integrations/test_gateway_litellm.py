@@ -262,6 +262,32 @@ def test_a_stream_is_repaired(client: Any, servers: Servers) -> None:
     assert chunks[-1].choices[0].finish_reason == "stop"
 
 
+def _respond(client: Any, model: str, guardrails: list[str]) -> Any:
+    return client.responses.create(
+        model=model, input=QUESTION, extra_body={"guardrails": guardrails}
+    )
+
+
+def test_a_good_responses_api_answer_passes(client: Any, servers: Servers) -> None:
+    response = _respond(client, "good", ["citeguard"])
+    assert response.output_text == answers(servers.site)["good"]
+    assert response.model_extra["citeguard"]["passed"] is True
+
+
+def test_a_responses_api_dead_citation_is_blocked(client: Any, servers: Servers) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        _respond(client, "dead", ["citeguard"])
+    assert _gone(servers) in str(info.value) and "not_found" in str(info.value)
+
+
+def test_a_responses_api_answer_is_repaired(client: Any, servers: Servers) -> None:
+    response = _respond(client, "dead", ["citeguard-repair"])
+    text = response.output_text
+    assert "/gone" not in text and text.count(f"{servers.site}/tower") == 2
+    part = next(p for item in response.output if item.type == "message" for p in item.content)
+    assert [a.url for a in part.annotations] == [f"{servers.site}/tower?utm_source=openai"] * 2
+
+
 # --------------------------------------------------------------------------------------------
 # LiteLLM's generic guardrail API, served by citeguard
 # --------------------------------------------------------------------------------------------
