@@ -55,6 +55,11 @@ def answers(site: str) -> dict[str, str]:
             f'The Eiffel Tower "stands 330 metres tall" {link("/gone")}. '
             f'It is "made of wrought iron" {link("/tower")}.'
         ),
+        # the first sentence passes, the second cites a dead page
+        "dead_second": (
+            f'The Eiffel Tower "stands 330 metres tall" {link("/tower")}. '
+            f'It is "made of wrought iron" {link("/gone")}.'
+        ),
         # the quote is not what the page says
         "misquoted": (
             f'The Eiffel Tower "stands 450 metres tall" {link("/tower")}. '

@@ -34,7 +34,7 @@ from tests.integrations.gateway_servers import (
 openai = pytest.importorskip("openai")
 
 CLASS = "citeguard.integrations.litellm.CiteguardGuardrail"
-MODELS = ["good", "dead", "misquoted", "annotated"]
+MODELS = ["good", "dead", "dead_second", "misquoted", "annotated"]
 pytestmark = pytest.mark.timeout(600)
 
 
@@ -253,6 +253,26 @@ def test_a_stream_with_a_dead_citation_is_held_then_blocked(client: Any) -> None
     # the failing first sentence was held: nothing of the answer reached the client
     assert "".join(received) == ""
     assert "citeguard blocked the answer" in str(info.value)
+
+
+def test_a_stream_releases_the_verified_sentence_before_blocking(
+    client: Any, servers: Servers
+) -> None:
+    received: list[str] = []
+    with pytest.raises(openai.APIError) as info:
+        for chunk in client.chat.completions.create(
+            model="dead_second",
+            messages=[{"role": "user", "content": QUESTION}],
+            extra_body={"guardrails": ["citeguard"]},
+            stream=True,
+        ):
+            if chunk.choices:
+                received.append(chunk.choices[0].delta.content or "")
+    first = answers(servers.site)["dead_second"].split(". ")[0]
+    # the first sentence's citation passed, so it was sent; the second was held, then blocked
+    assert "".join(received).startswith(first) and "/gone" not in "".join(received)
+    assert "made of wrought iron" not in "".join(received)
+    assert _gone(servers) in str(info.value)
 
 
 def test_a_stream_is_repaired(client: Any, servers: Servers) -> None:
