@@ -275,6 +275,12 @@ def test_a_stream_releases_the_verified_sentence_before_blocking(
     assert _gone(servers) in str(info.value)
 
 
+def test_an_annotated_stream_sends_the_held_text_at_its_end(client: Any, servers: Servers) -> None:
+    text, chunks = _stream(client, "dead", ["citeguard-annotate"])
+    assert text == answers(servers.site)["dead"]
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
 def test_a_stream_is_repaired(client: Any, servers: Servers) -> None:
     text, chunks = _stream(client, "dead", ["citeguard-repair"])
     assert "/gone" not in text and text.count(f"{servers.site}/tower") == 2
