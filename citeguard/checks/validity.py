@@ -810,6 +810,7 @@ def _roll_up(
             entailment=ent,
             published=page.published if page is not None else None,
             modified=page.modified if page is not None else None,
+            date_source=page.date_source if page is not None else None,
             text_fragment_url=frag,
             title=page.title if page is not None else None,
             elapsed_ms=res.elapsed_ms if res is not None else 0.0,
