@@ -427,16 +427,31 @@ class ClaimCheck(_Model):
     quote: str | None = None
     passage: PassageMatch | None = None
     entailment: EntailmentScore | None = None
+    text_fragment_url: str | None = None  # the cited page opened at the evidence
+    gated: bool = False  # this pair made the validity axis hard-reject the URL
 
 
 class ClaimReport(_Model):
-    """Per-claim support: the view users actually see."""
+    """Per-claim support: the view users actually see.
+
+    ``label``, ``probability``, ``backend``, ``evidence`` and ``text_fragment_url`` come from
+    the claim's best citation (one that passed, else the highest support score): the support
+    label and P(supported) its backend gave, and the evidence window it judged, with a link that
+    opens the page at it. ``gated``: one of the claim's citations was hard-rejected for it.
+    """
 
     index: int
     text: str
     checks: list[ClaimCheck] = Field(default_factory=list)
     supported: bool | None = None  # None: the claim cites nothing
     support: float | None = None  # best entailment score among its citations
+    urls: list[str] = Field(default_factory=list)  # its citations, as cited
+    label: EntailmentLabel | None = None  # None: no backend judged it (e.g. a verified quote)
+    probability: float | None = None
+    backend: str | None = None
+    evidence: str | None = None
+    text_fragment_url: str | None = None
+    gated: bool = False
 
 
 # An axis is named by its check (citeguard.checks.registry lists them, in verdict order).
