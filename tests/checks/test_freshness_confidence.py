@@ -10,7 +10,10 @@ source stale; an uncertain question kind gets the lowest plausible domain floor.
 
 from __future__ import annotations
 
+import json
+import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +22,8 @@ from conftest import Farm
 from citeguard import FetchPolicy, Guard, Policy, Verdict
 from citeguard.checks.diversity import check_diversity, classify_question
 from citeguard.checks.freshness import (
+    MODEL_RAISE_LABEL,
+    REGIME_CONFIDENCE_PATH,
     RegimeConfidence,
     check_freshness,
     classify_freshness,
@@ -257,3 +262,28 @@ async def test_uncertain_question_kind_through_the_guard(farm: Farm) -> None:
     assert _codes(verdict, "diversity")["diversity.class_uncertain"] is Severity.WARNING
     strict = await _check(farm, _policy(diversity={"uncertain_class": "strict"}), question, answer)
     assert not strict.axes["diversity"].passed and not strict.passed
+
+
+# ------------------------------------------------------------------ the shipped table, rebuilt
+
+_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "freshness"
+
+
+@pytest.mark.skipif(not _DATA.is_dir(), reason="shared/data/freshness is absent")
+def test_the_shipped_table_is_what_the_benchmark_builds_and_meets_the_target_held_out() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import regime_confidence as bench
+
+    rows = bench.load_rows()
+    items = bench.rules_items(rows)
+    built = bench.build_table(items, bench.TARGET)["decisions"]
+    shipped = json.loads(REGIME_CONFIDENCE_PATH.read_text(encoding="utf-8"))["decisions"]
+    shipped.pop(f"slow|{MODEL_RAISE_LABEL}", None)  # from the learned model's predictions
+    assert built == shipped
+    for held in bench.SOURCES:  # each source gated by a table built on the other three
+        table = RegimeConfidence(
+            bench.build_table([it for it in items if it.row.source != held], bench.TARGET)
+        )
+        test = [it for it in items if it.row.source == held]
+        scored = bench.evaluate(test, lambda it, t=table: bench.gated(t, it))
+        assert scored["gated_faster_than_truth"] <= bench.TARGET, held
