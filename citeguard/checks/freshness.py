@@ -23,6 +23,15 @@ real-time questions:
 
 Like the diversity axis, only citations whose status resolves are counted: a broken link is the
 validity axis's business and has no date to speak of.
+
+**Only a regime the development data vouches for may hard-reject** (issue 32). Each
+classification carries ``plausible`` regimes and a ``confidence`` from
+:class:`RegimeConfidence` (``regime_confidence.json``, written by
+benchmarks/regime_confidence.py). With ``policy.uncertain_regime == "lenient"`` (the default) an
+uncertain question is gated on the slowest plausible regime's floor, with a
+``freshness.regime_uncertain`` finding, and what the guessed regime would have rejected (a stale
+median, a missing caveat) is shown as warnings. A published date guessed from the page's text
+(:func:`is_weak_date_source`) cannot alone make a source stale: ``freshness.weak_date``.
 """
 
 from __future__ import annotations
