@@ -116,6 +116,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--question", "-q", default="", help="the user's question")
     c.add_argument("--json", action="store_true", help="print the verdict as JSON")
     c.add_argument(
+        "--claims",
+        action="store_true",
+        help="print the per-claim view under the citation table: support label, P(supported), "
+        "backend, evidence window and link, whether the claim gated",
+    )
+    c.add_argument(
         "--resolve",
         action="append",
         type=_resolve_arg,
@@ -302,7 +308,7 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         out.write(verdict.model_dump_json(indent=2) + "\n")
     else:
-        out.write(render_verdict(verdict))
+        out.write(render_verdict(verdict, claims=args.claims))
     return EXIT_PASS if verdict.passed else EXIT_FAIL
 
 

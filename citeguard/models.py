@@ -159,11 +159,33 @@ class Regime(StrEnum):
     REAL_TIME = "real_time"  # changes within days or hours
 
 
+_REGIME_ORDER = (Regime.INSENSITIVE, Regime.SLOW, Regime.FAST, Regime.REAL_TIME)
+
+
 class FreshnessClass(_Model):
-    """The regime of a question and the cues that decided it."""
+    """The regime of a question, the cues that decided it, and how sure that is.
+
+    ``regime`` is the best guess. ``plausible`` lists every regime the question may truly be
+    (the guess and the slower ones the development data could not rule out, fastest first);
+    empty or one entry: the regime is confident. ``confidence`` is the estimated share of such
+    questions whose true regime is at least as fast as ``regime`` (None: not estimated, e.g. a
+    judge's regime). The freshness gate applies :attr:`gate_regime`'s floor.
+    """
 
     regime: Regime
     cues: list[str] = Field(default_factory=list)
+    plausible: list[Regime] = Field(default_factory=list)
+    confidence: float | None = None
+
+    @property
+    def confident(self) -> bool:
+        """Whether one regime is plausible (the gate may reject on its floor)."""
+        return len(set(self.plausible) | {self.regime}) == 1
+
+    @property
+    def gate_regime(self) -> Regime:
+        """The slowest plausible regime: the one whose (most lenient) floor the gate applies."""
+        return min({*self.plausible, self.regime}, key=_REGIME_ORDER.index)
 
 
 class Severity(StrEnum):
@@ -381,6 +403,9 @@ class CitationReport(_Model):
     entailment: EntailmentScore | None = None
     published: datetime | None = None
     modified: datetime | None = None
+    # the page-extraction rule that gave ``published`` (Page.date_source: "json-ld", "meta:…",
+    # "time", "url", "htmldate", …); freshness treats a text heuristic's date as weak
+    date_source: str | None = None
     text_fragment_url: str | None = None
     title: str | None = None
     primary: bool | None = None
@@ -402,16 +427,31 @@ class ClaimCheck(_Model):
     quote: str | None = None
     passage: PassageMatch | None = None
     entailment: EntailmentScore | None = None
+    text_fragment_url: str | None = None  # the cited page opened at the evidence
+    gated: bool = False  # this pair made the validity axis hard-reject the URL
 
 
 class ClaimReport(_Model):
-    """Per-claim support: the view users actually see."""
+    """Per-claim support: the view users actually see.
+
+    ``label``, ``probability``, ``backend``, ``evidence`` and ``text_fragment_url`` come from
+    the claim's best citation (one that passed, else the highest support score): the support
+    label and P(supported) its backend gave, and the evidence window it judged, with a link that
+    opens the page at it. ``gated``: one of the claim's citations was hard-rejected for it.
+    """
 
     index: int
     text: str
     checks: list[ClaimCheck] = Field(default_factory=list)
     supported: bool | None = None  # None: the claim cites nothing
     support: float | None = None  # best entailment score among its citations
+    urls: list[str] = Field(default_factory=list)  # its citations, as cited
+    label: EntailmentLabel | None = None  # None: no backend judged it (e.g. a verified quote)
+    probability: float | None = None
+    backend: str | None = None
+    evidence: str | None = None
+    text_fragment_url: str | None = None
+    gated: bool = False
 
 
 # An axis is named by its check (citeguard.checks.registry lists them, in verdict order).

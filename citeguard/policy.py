@@ -239,6 +239,10 @@ class DiversityPolicy(_Section):
         default_factory=lambda: {"regulatory": 0.34, "legal": 0.34, "medical": 0.34}
     )
     question_class: str | None = None  # override the classifier
+    # a question kind the cues cannot settle (QuestionClass.plausible: "why ...", "how did ...",
+    # a long question): "lenient" applies the lowest domain floor of the kinds it may be and
+    # reports diversity.class_uncertain; "strict" applies the guessed kind's floor
+    uncertain_class: Literal["lenient", "strict"] = "lenient"
 
 
 class FreshnessPolicy(_Section):
@@ -260,6 +264,11 @@ class FreshnessPolicy(_Section):
     # the other three sources) it scored 0.80 on FreshQA dev against the rules' 0.78 (the same
     # on the 75 true-premise questions), 0.35 vs 0.18 slow on PAT, 0.665 vs 0.70 on SituatedQA.
     regime_model: bool = False
+    # a regime the development data cannot vouch for (FreshnessClass.plausible holds slower
+    # regimes too): "lenient" gates on the slowest plausible regime's floor and reports
+    # freshness.regime_uncertain (the guess's verdict shown as warnings); "strict" gates on the
+    # best guess, as before (held out on FreshQA: 61% right, 15% of slow/never taken as fast)
+    uncertain_regime: Literal["lenient", "strict"] = "lenient"
 
 
 class QueryPolicy(_Section):

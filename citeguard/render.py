@@ -13,7 +13,15 @@ from typing import Literal
 
 from citeguard.models import GuardResult, Verdict
 
-__all__ = ["Column", "render_result", "render_vector", "render_verdict", "table", "trim"]
+__all__ = [
+    "Column",
+    "render_claims",
+    "render_result",
+    "render_vector",
+    "render_verdict",
+    "table",
+    "trim",
+]
 
 
 @dataclass(frozen=True)
@@ -91,8 +99,49 @@ _CITATION_COLUMNS = (
 )
 
 
-def render_verdict(verdict: Verdict, *, title: str | None = None) -> str:
-    """A per-citation table plus the four-axis vector, for people."""
+_CLAIM_NOTE = " " * 6  # notes under a claim line up with its SUPPORT column
+_CLAIM_COLUMNS = (
+    Column("CLAIM", width=4, align="right"),
+    Column("SUPPORT", width=14),
+    Column("P", width=4, align="right"),
+    Column("BACKEND", width=12, trim=True),
+    Column("GATED", width=5),
+    Column("TEXT", width=0),
+)
+
+
+def render_claims(verdict: Verdict) -> str:
+    """The per-claim view: each claim's support label, P(supported), backend, whether it
+    gated (caused a hard reject), then its citations and the evidence window with its link."""
+    rows: list[Sequence[str] | str] = []
+    for c in verdict.claims:
+        label = c.label or ("cites nothing" if not c.checks else "settled" if c.supported else "-")
+        prob = "-" if c.probability is None else f"{c.probability:.2f}"
+        rows.append(
+            (
+                str(c.index),
+                label,
+                prob,
+                c.backend or "-",
+                "yes" if c.gated else "-",
+                trim(c.text, 90),
+            )
+        )
+        for check in c.checks:
+            mark = " (gated)" if check.gated else ""
+            rows.append(f"{_CLAIM_NOTE}{check.status.value}{mark}: {check.url}")
+        if c.evidence:
+            rows.append(f"{_CLAIM_NOTE}evidence: “{trim(' '.join(c.evidence.split()), 90)}”")
+        if c.text_fragment_url:
+            rows.append(f"{_CLAIM_NOTE}open at evidence: {c.text_fragment_url}")
+    if not rows:
+        return "claims: none found in the answer"
+    return table(_CLAIM_COLUMNS, rows, rstrip=False)
+
+
+def render_verdict(verdict: Verdict, *, title: str | None = None, claims: bool = False) -> str:
+    """A per-citation table (then, with ``claims``, the per-claim view) plus the four-axis
+    vector, for people."""
     rows: list[Sequence[str] | str] = []
     for c in verdict.citations:
         code = str(c.http_status) if c.http_status is not None else "-"
@@ -116,6 +165,8 @@ def render_verdict(verdict: Verdict, *, title: str | None = None) -> str:
         if f.code == "validity.entailment_fallback":  # how the claims were judged, first
             lines.append(f"claim support: {f.message}")
     lines.append(table(_CITATION_COLUMNS, rows, rstrip=False))
+    if claims:
+        lines.append(render_claims(verdict))
     lines.append(render_vector(verdict))
     for f in verdict.findings:
         lines.append(f"  note: {f.message}")

@@ -113,6 +113,20 @@ class ReportCitation(_Model):
     claims: list[str] = Field(default_factory=list)  # the claims citing it (up to three, cut)
 
 
+class ReportClaim(_Model):
+    """One claim of a worst case, as the verdict's per-claim view gave it."""
+
+    index: int
+    text: str  # cut
+    label: str | None = None  # the support label of its best citation
+    probability: float | None = None  # P(supported)
+    backend: str | None = None
+    evidence: str | None = None  # the evidence window, cut
+    text_fragment_url: str | None = None  # the page opened at the evidence
+    gated: bool = False  # a citation was hard-rejected for it
+    urls: list[str] = Field(default_factory=list)
+
+
 class WorstCase(_Model):
     """A failing case, kept for the report's "worst answers": ranked by failing gating axes,
     then failing citations, then error findings."""
@@ -126,6 +140,7 @@ class WorstCase(_Model):
     findings: list[str] = Field(default_factory=list)  # up to six error messages
     broken: int = 0  # citations whose status is not ok
     citations: list[ReportCitation] = Field(default_factory=list)
+    claims: list[ReportClaim] = Field(default_factory=list)  # gated claims first
 
 
 class TrafficReport(_Model):
@@ -528,9 +543,13 @@ def _worst_case(
     broken: int,
 ) -> WorstCase:
     claims: dict[int, str] = {}
+    views: list[ReportClaim] = []
     for claim in _as_list(verdict.get("claims")):
         if isinstance(claim, Mapping) and isinstance(claim.get("index"), int):
             claims[claim["index"]] = _cut(str(claim.get("text", "")), _CLAIM_CHARS)
+            if len(views) < _MAX_CITATIONS:
+                views.append(_report_claim(claim, claims[claim["index"]]))
+    views.sort(key=lambda c: not c.gated)  # gated claims first, in the verdict's order
     findings: list[str] = []
     for axis in verdict.get("axes", {}).values():
         if isinstance(axis, Mapping) and not axis.get("passed", True):
@@ -573,6 +592,26 @@ def _worst_case(
         findings=[m for m in dict.fromkeys(findings) if m][:_MAX_FINDINGS],
         broken=broken,
         citations=citations,
+        claims=views,
+    )
+
+
+def _report_claim(claim: Mapping[str, Any], text: str) -> ReportClaim:
+    """A logged claim view, read defensively (a log line is anyone's JSON)."""
+    prob = claim.get("probability")
+    evidence = _str_or_none(claim.get("evidence"))
+    return ReportClaim(
+        index=claim["index"],
+        text=text,
+        label=_str_or_none(claim.get("label")),
+        probability=float(prob)
+        if isinstance(prob, int | float) and not isinstance(prob, bool)
+        else None,
+        backend=_str_or_none(claim.get("backend")),
+        evidence=None if evidence is None else _cut(evidence, _CLAIM_CHARS),
+        text_fragment_url=_str_or_none(claim.get("text_fragment_url")),
+        gated=claim.get("gated") is True,
+        urls=[str(u) for u in _as_list(claim.get("urls")) if isinstance(u, str)][:_MAX_CITATIONS],
     )
 
 

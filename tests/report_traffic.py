@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import unquote
 
 from citeguard.checks.diversity import check_diversity
 from citeguard.checks.passage import text_fragment_url
@@ -69,7 +70,25 @@ def result(
         "freshness": AxisResult(name="freshness", passed=True, evaluated=False),
         "query": check_queries(prompt, queries, POLICY.query),
     }
-    claim = ClaimReport(index=0, text=answer.split("\n")[0][:200], supported=not broken)
+    # the per-claim view, as validity builds it: the best citation's support and evidence
+    best = next((c for c in cites if c.status.is_ok()), cites[0] if cites else None)
+    evidence = (
+        unquote(best.text_fragment_url.split("#:~:text=")[1])
+        if best is not None and best.text_fragment_url
+        else None
+    )
+    claim = ClaimReport(
+        index=0,
+        text=answer.split("\n")[0][:200],
+        supported=not broken,
+        urls=[c.url for c in cites],
+        label="supported" if best is not None and best.status.is_ok() else "contradicted",
+        probability=0.91 if not broken else 0.08,
+        backend="local",
+        evidence=evidence,
+        text_fragment_url=best.text_fragment_url if best is not None else None,
+        gated=bool(broken),
+    )
     verdict = Verdict(
         passed=all(a.passed for a in axes.values() if a.gating),
         axes=axes,

@@ -71,6 +71,36 @@ async def test_check_prints_a_table_and_fails_on_a_dead_link(farm: Farm, tmp_pat
     assert "REJECTED" in out
 
 
+async def test_check_claims_prints_the_per_claim_view(farm: Farm, tmp_path: Path) -> None:
+    path, good, dead = _answer(farm, tmp_path)
+    hosts = _resolve(farm, "facts.example.com", "gone.example.org")
+    args = ("check", str(path), "--allow-private", "--entailment", "word_overlap", *hosts)
+    rc, out, err = await _cli(*args, "--claims")
+    assert rc == 1, err
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("CLAIM"))
+    citations = next(i for i, line in enumerate(lines) if line.startswith("STATUS"))
+    verdict_line = next(i for i, line in enumerate(lines) if line.startswith("verdict:"))
+    assert citations < header < verdict_line  # under the citation table
+    view = lines[header:verdict_line]
+    assert all(w in view[0] for w in ("SUPPORT", "P", "BACKEND", "GATED", "TEXT"))
+    rows = {line.split()[0]: line for line in view[1:] if line.split()[:1] in (["0"], ["1"])}
+    assert "330 metres tall" in rows["0"] and " yes " not in rows["0"]
+    assert "painted gold" in rows["1"] and " yes " in rows["1"]  # the dead link gated it
+    assert any(line.strip() == f"not_found (gated): {dead}" for line in view)
+    assert any(line.strip() == f"ok: {good}" for line in view)
+    assert any("evidence: “" in line and "330 metres tall" in line for line in view)
+    assert any(line.strip().startswith(f"open at evidence: {good}#:~:text=") for line in view)
+    # without --claims the view is not printed; the JSON verdict always carries it
+    rc, plain, _ = await _cli(*args)
+    assert rc == 1 and not any(line.lstrip().startswith("CLAIM") for line in plain.splitlines())
+    rc, raw, _ = await _cli(*args, "--json")
+    claims = json.loads(raw)["claims"]
+    assert [c["gated"] for c in claims] == [False, True]
+    assert claims[1]["urls"] == [dead] and claims[1]["checks"][0]["gated"] is True
+    assert claims[0]["text_fragment_url"].startswith(f"{good}#:~:text=")
+
+
 async def test_check_json_and_stdin(farm: Farm, tmp_path: Path) -> None:
     path, _, dead = _answer(farm, tmp_path)
     rc, out, _ = await _cli(

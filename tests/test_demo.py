@@ -14,6 +14,7 @@ import pytest
 
 from citeguard import CitationStatus, GuardResult
 from citeguard.demo import run_scenario
+from citeguard.models import Severity
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +29,12 @@ def test_demo_fails_first_then_passes(replayed: GuardResult) -> None:
     statuses = {c.status for c in first.citations}
     assert CitationStatus.NOT_FOUND in statuses  # the dead URL
     assert CitationStatus.PASSAGE_MISSING in statuses  # the invented quote
-    assert not first.axes["freshness"].passed  # the stale source and no caveat
-    fresh_codes = {f.code for f in first.axes["freshness"].findings}
-    assert "freshness.missing_caveat" in fresh_codes
+    # "the latest stable release" looks fast, but held-out questions like it are often slower
+    # (issue 32): the stale source and the missing caveat are warnings, not a hard reject
+    assert first.axes["freshness"].passed
+    fresh = {f.code: f.severity for f in first.axes["freshness"].findings}
+    assert fresh["freshness.regime_uncertain"] is Severity.WARNING
+    assert fresh["freshness.missing_caveat"] is Severity.WARNING
     final = replayed.verdict
     assert all(final.axes[a].passed for a in ("validity", "diversity", "freshness"))
     assert not (replayed.attempts[1].excluded_urls & {c.url for c in final.citations})

@@ -118,6 +118,27 @@ def test_worst_answers_link_their_passages() -> None:
     assert len(articles) == len(report.worst) == 12
 
 
+def test_worst_answers_show_the_per_claim_view() -> None:
+    report = build_report(traffic(), worst=20)
+    claims = [c for w in report.worst for c in w.claims]
+    assert claims and any(c.gated for c in claims) and any(c.evidence for c in claims)
+    page = render_html(report, generated=GENERATED)
+    tags = _parse(page)
+    rows = [a for t, a in tags.tags if t == "tr" and "claim-row" in (a.get("class") or "")]
+    assert len(rows) == len(claims)
+    assert [("gated" in (a.get("class") or "")) for a in rows] == [c.gated for c in claims]
+    links = [a["href"] for t, a in tags.tags if t == "a" and a.get("class") == "evidence"]
+    assert links == [c.text_fragment_url for c in claims if c.text_fragment_url]
+    text = " ".join(tags.text)
+    for c in claims:
+        assert c.text in text and (c.label or "—") in text
+        if c.probability is not None:
+            assert f"P {c.probability:.2f}" in text
+    # a hostile page's words in the evidence window are text, never markup
+    assert any("<b>nothing</b>" in (c.evidence or "") for c in claims)
+    assert "“a page that says <b>nothing</b>”" in text
+
+
 def test_a_log_without_timestamps_or_failures_says_so() -> None:
     cases = [c for c in traffic() if c["verdict"]["passed"]]
     for c in cases:

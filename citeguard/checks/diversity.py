@@ -64,6 +64,8 @@ class QuestionClass(_Model):
     topics: frozenset[str] = frozenset()  # regulatory, legal, medical, financial, scientific, ...
     about_domains: list[str] = Field(default_factory=list)  # domains and owner names, e.g. apple
     cues: list[str] = Field(default_factory=list)
+    # every kind the question may be (``kind`` first); empty or one entry: the kind is confident
+    plausible: list[QuestionKind] = Field(default_factory=list)
 
     @field_serializer("topics")
     def _sorted_topics(self, topics: frozenset[str]) -> list[str]:
@@ -170,6 +172,29 @@ _cased(
     "Directive",
 )
 _TOPICS = ("regulatory", "legal", "medical", "financial", "scientific", "technical")
+# Synthesis cues that as often open a one-fact question ("how did X die", "why is the sky blue",
+# "the impact of the 2011 quake"): a question they decide may be a lookup, so the gate applies
+# the lookup floor and says so. The others ("overview", "what are the main", "literature", "state
+# of", ...) ask for breadth outright.
+_WEAK_SYNTHESIS = word_set(
+    """why explain impact impacts effect effects implications implication trend trends risks
+    challenges outlook debate arguments approaches strategies analysis analyze analyse"""
+) | {
+    "effects of",
+    "effect of",
+    "history of",
+    "evolution of",
+    "how does",
+    "how do",
+    "how did",
+    "how can",
+    "how should",
+    "how to",
+    "guide to",
+    "research on",
+    "report on",
+    "best practices",
+}
 
 # Owners whose documents live on a domain other than their name: the question is "about" these
 # domains, so the per-domain cap is waived for them and their pages count as first-party.
@@ -274,15 +299,21 @@ def classify_question(question: str) -> QuestionClass:
 
     cues: list[str] = []
     kind: QuestionKind = "lookup"
+    plausible: list[QuestionKind] = []
     if "comparison" in first:
         kind = "comparison"
         cues.append(f"comparison: {first['comparison']!r}")
     elif "synthesis" in first:
         kind = "synthesis"
         cues.append(f"synthesis: {first['synthesis']!r}")
+        if first["synthesis"] in _WEAK_SYNTHESIS:
+            plausible = ["synthesis", "lookup"]
+            cues.append(f"uncertain: {first['synthesis']!r} also opens one-fact questions")
     elif len(cased) >= _SYNTHESIS_MIN_WORDS:
         kind = "synthesis"
         cues.append(f"synthesis: {len(cased)} words")
+        plausible = ["synthesis", "lookup"]
+        cues.append("uncertain: a long question may still ask for one fact")
     topics = frozenset(t for t in _TOPICS if t in first)
     cues.extend(f"{t}: {first[t]!r}" for t in _TOPICS if t in first)
 
@@ -312,7 +343,9 @@ def classify_question(question: str) -> QuestionClass:
             if len(run) > 1:
                 about.setdefault("".join(run), None)
             run = []
-    return QuestionClass(kind=kind, topics=topics, about_domains=list(about), cues=cues)
+    return QuestionClass(
+        kind=kind, topics=topics, about_domains=list(about), cues=cues, plausible=plausible
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -364,6 +397,17 @@ def check_diversity(
     qc = qclass if qclass is not None else classify_question(question)
     klass = policy.question_class or qc.kind
     about = frozenset(qc.about_domains)
+    # an uncertain kind is gated on the most lenient floor of the kinds it may be
+    uncertain = (
+        policy.question_class is None
+        and len(set(qc.plausible)) > 1
+        and policy.uncertain_class == "lenient"
+    )
+    floor_kind = (
+        min(qc.plausible, key=lambda k: (policy.domain_floor.get(k, 1), qc.plausible.index(k)))
+        if uncertain
+        else klass
+    )
 
     # One pass over the reports: domain, primary flag, category.
     domains_cache: dict[str, str] = {}
@@ -398,6 +442,8 @@ def check_diversity(
 
     base_details: dict[str, object] = {
         "question_class": klass,
+        "gate_class": floor_kind,
+        "plausible_classes": list(qc.plausible),
         "kind": qc.kind,
         "topics": sorted(qc.topics),
         "cues": qc.cues,
@@ -419,13 +465,36 @@ def check_diversity(
     n = len(counted)
 
     # 1. Domain floor.
-    floor = policy.domain_floor.get(klass, 1)
+    floor = policy.domain_floor.get(floor_kind, 1)
+    guess_floor = policy.domain_floor.get(klass, 1)
+    if uncertain and guess_floor != floor:
+        short = n_domains < guess_floor
+        findings.append(
+            Finding(
+                code="diversity.class_uncertain",
+                message=(
+                    f"the question looks like a {klass} question (at least {guess_floor} "
+                    f"domains), but may be a {floor_kind} one; gated on the lenient floor of "
+                    f"{floor}" + (f"; it cites {_plural(n_domains, 'domain')}" if short else "")
+                ),
+                severity=Severity.WARNING if short else Severity.INFO,
+                axis="diversity",
+                details={
+                    "question_class": klass,
+                    "gate_class": floor_kind,
+                    "plausible": list(qc.plausible),
+                    "floor": floor,
+                    "floor_if_guess": guess_floor,
+                    "distinct_domains": n_domains,
+                },
+            )
+        )
     domain_score = min(1.0, n_domains / floor) if floor > 0 else 1.0
     if n_domains < floor:
         names = ", ".join(per_domain)
         message = (
             f"only {_plural(n_domains, 'distinct domain')} ({names}); "
-            f"a {klass} question needs at least {floor}"
+            f"a {floor_kind} question needs at least {floor}"
         )
         findings.append(
             Finding(

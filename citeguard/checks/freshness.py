@@ -23,6 +23,15 @@ real-time questions:
 
 Like the diversity axis, only citations whose status resolves are counted: a broken link is the
 validity axis's business and has no date to speak of.
+
+**Only a regime the development data vouches for may hard-reject** (issue 32). Each
+classification carries ``plausible`` regimes and a ``confidence`` from
+:class:`RegimeConfidence` (``regime_confidence.json``, written by
+benchmarks/regime_confidence.py). With ``policy.uncertain_regime == "lenient"`` (the default) an
+uncertain question is gated on the slowest plausible regime's floor, with a
+``freshness.regime_uncertain`` finding, and what the guessed regime would have rejected (a stale
+median, a missing caveat) is shown as warnings. A published date guessed from the page's text
+(:func:`is_weak_date_source`) cannot alone make a source stale: ``freshness.weak_date``.
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,7 +73,9 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "MODEL_RAISE_LABEL",
     "REGIME_CLASSES",
+    "REGIME_CONFIDENCE_PATH",
     "REGIME_FEATURE_NAMES",
     "REGIME_MODEL_PATH",
     "CaveatMatch",
@@ -75,12 +86,14 @@ __all__ = [
     "ModelFreshnessClass",
     "Regime",
     "RegimeClassifier",
+    "RegimeConfidence",
     "RegimeModel",
     "RegimeModelError",
     "check_freshness",
     "classify_freshness",
     "embed_questions",
     "find_caveat",
+    "is_weak_date_source",
     "regime_embedding_text",
     "regime_features",
     "source_date",
@@ -330,8 +343,8 @@ def classify_freshness(question: str, *, now: datetime | None = None) -> Freshne
     9. historical events, definitions, past tense → insensitive;
     10. otherwise insensitive.
     """
-    regime, _, cue = _rule_decision(question, now or datetime.now(UTC))
-    return FreshnessClass(regime=regime, cues=[cue])
+    regime, label, cue = _rule_decision(question, now or datetime.now(UTC))
+    return _with_confidence(FreshnessClass(regime=regime, cues=[cue]), label)
 
 
 def _rule_decision(question: str, today: datetime) -> tuple[Regime, str, str]:
@@ -456,6 +469,98 @@ def regime_features(
 
 
 # --------------------------------------------------------------------------------------------
+# Regime confidence
+# --------------------------------------------------------------------------------------------
+
+#: the shipped confidence table, written by benchmarks/regime_confidence.py
+REGIME_CONFIDENCE_PATH = Path(__file__).with_name("regime_confidence.json")
+_CONFIDENCE_FORMAT = "citeguard-regime-confidence/1"
+_REGIME_ORDER = (Regime.INSENSITIVE, Regime.SLOW, Regime.FAST, Regime.REAL_TIME)
+#: the label :class:`RegimeConfidence` files the learned model's "insensitive → slow" under
+MODEL_RAISE_LABEL = "model raise"
+
+
+_FC = TypeVar("_FC", bound=FreshnessClass)
+
+
+def _json_artifact(path: Path, what: str) -> dict[str, Any]:
+    """The JSON object in ``path``, or :class:`RegimeModelError` saying why not."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RegimeModelError(f"cannot read {what} {str(path)!r}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RegimeModelError(f"{str(path)!r} is not a {what}")
+    return data
+
+
+def merged_regime(regime: Regime) -> str:
+    """The regime as the labelled data tells them apart: real-time and fast are one."""
+    return "fast" if regime is Regime.REAL_TIME else regime.value
+
+
+class RegimeConfidence:
+    """How far the development data trusts each rule's regime: per deciding rule, the regime to
+    gate on (the fastest one whose held-out "true regime is slower" rate is within the table's
+    ``alpha``) and the rate at the rule's own regime. Written by
+    benchmarks/regime_confidence.py; plain JSON."""
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        if data.get("format") != _CONFIDENCE_FORMAT:
+            raise RegimeModelError(f"not a regime confidence table: {data.get('format')!r}")
+        try:
+            self.alpha = float(data["alpha"])
+            self._entries: dict[str, tuple[Regime, dict[str, float]]] = {
+                key: (Regime(v["gate"]), {k: float(e) for k, e in v["error"].items()})
+                for key, v in dict(data["decisions"]).items()
+            }
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RegimeModelError(f"malformed regime confidence table: {exc}") from exc
+
+    @staticmethod
+    @functools.cache
+    def load(path: Path = REGIME_CONFIDENCE_PATH) -> RegimeConfidence:
+        """The table in ``path`` (the shipped one by default), read once per process."""
+        return RegimeConfidence(_json_artifact(path, "regime confidence table"))
+
+    def assess(self, regime: Regime, label: str) -> tuple[list[Regime], float | None]:
+        """(plausible regimes, fastest first; the confidence in ``regime``) for a decision by
+        the rule ``label``. A rule the table has no row for falls back to its regime's row
+        (``"<regime>|*"``); an insensitive regime has no floor, so nothing to doubt."""
+        key = merged_regime(regime)
+        entry = self._entries.get(f"{key}|{label}") or self._entries.get(f"{key}|*")
+        if entry is None or regime is Regime.INSENSITIVE:
+            return [], None
+        gate, error = entry
+        low, high = _REGIME_ORDER.index(gate), _REGIME_ORDER.index(regime)
+        plausible = [r for r in reversed(_REGIME_ORDER[low : high + 1])]
+        rate = error.get(key)
+        return (plausible if len(plausible) > 1 else []), (
+            None if rate is None else round(1.0 - rate, 4)
+        )
+
+
+def _with_confidence(fc: _FC, label: str) -> _FC:
+    """``fc`` with the plausible regimes and confidence of a decision by the rule ``label``
+    (unchanged when the shipped table cannot be read: the regime stays confident, as before)."""
+    try:
+        table = RegimeConfidence.load()
+    except RegimeModelError:
+        return fc
+    plausible, confidence = table.assess(fc.regime, label)
+    cues = list(fc.cues)
+    if plausible:
+        slower = ", ".join(r.value for r in plausible[1:])
+        cues.append(
+            f"uncertain: {label!r} questions are often slower on held-out data ({slower} "
+            f"plausible; {confidence:.0%} at least {fc.regime.value})"
+            if confidence is not None
+            else f"uncertain: {slower} plausible"
+        )
+    return fc.model_copy(update={"plausible": plausible, "confidence": confidence, "cues": cues})
+
+
+# --------------------------------------------------------------------------------------------
 # Learned regime model
 # --------------------------------------------------------------------------------------------
 
@@ -531,13 +636,7 @@ class RegimeModel:
     @functools.cache
     def load(path: Path = REGIME_MODEL_PATH) -> RegimeModel:
         """The model in ``path`` (the shipped one by default), read once per process."""
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise RegimeModelError(f"cannot read regime model {str(path)!r}: {exc}") from exc
-        if not isinstance(data, dict):
-            raise RegimeModelError(f"{str(path)!r} is not a regime model")
-        return RegimeModel(data)
+        return RegimeModel(_json_artifact(path, "regime model"))
 
     def features(
         self, embedding: Sequence[float] | npt.NDArray[np.float64], values: Sequence[float]
@@ -729,7 +828,7 @@ class LearnedRegimeClassifier:
 
     def _classify(self, question: str, today: datetime) -> ModelFreshnessClass:
         values, rules = regime_features(question, now=today)
-        rules_regime, _, rules_cue = rules
+        rules_regime, rules_label, rules_cue = rules
         if self._unavailable is None:
             try:
                 model = self._model if self._model is not None else RegimeModel.load()
@@ -754,7 +853,7 @@ class LearnedRegimeClassifier:
                 cues.append(f"rules: {rules_regime.value} ({rules_cue})")
                 if top:
                     cues.append("top features: " + ", ".join(top))
-                return ModelFreshnessClass(
+                fc = ModelFreshnessClass(
                     regime=regime,
                     cues=cues,
                     backend="model",
@@ -762,14 +861,17 @@ class LearnedRegimeClassifier:
                     top_features=top,
                     rules_regime=rules_regime,
                 )
+                label = MODEL_RAISE_LABEL if regime is not rules_regime else rules_label
+                return _with_confidence(fc, label)
         reason = self._unavailable
-        return ModelFreshnessClass(
+        fc = ModelFreshnessClass(
             regime=rules_regime,
             cues=[f"regime model unavailable ({reason}); deterministic rules used", rules_cue],
             backend="rules",
             rules_regime=rules_regime,
             fallback=reason,
         )
+        return _with_confidence(fc, rules_label)
 
 
 # --------------------------------------------------------------------------------------------
@@ -829,15 +931,31 @@ def source_date(
 
     The page's modified date, else its published date, else the search result's published
     date, else ``(None, "none")``. HTTP ``Last-Modified`` reaches ``modified`` during page
-    extraction, so it ranks with the page's own modified date.
+    extraction, so it ranks with the page's own modified date. A published date guessed from the
+    page's text (:func:`is_weak_date_source`) ranks below the search result's date, as
+    ``"published_weak"``.
     """
     if report.modified is not None:
         return as_aware(report.modified), "modified"
-    if report.published is not None:
+    weak = is_weak_date_source(report.date_source)
+    if report.published is not None and not weak:
         return as_aware(report.published), "published"
     if search_published is not None:
         return as_aware(search_published), "search"
+    if report.published is not None:
+        return as_aware(report.published), "published_weak"
     return None, "none"
+
+
+#: ``Page.date_source`` values read from the page's text rather than its markup or URL
+WEAK_DATE_SOURCES = frozenset({"htmldate"})
+
+
+def is_weak_date_source(date_source: str | None) -> bool:
+    """Whether a page's publication date came from a text heuristic (htmldate's guess), not
+    from structured metadata (JSON-LD, meta tags, ``<time>``, ``itemprop``), the URL or a PDF's
+    own metadata. Such a date cannot alone make a source stale."""
+    return date_source is not None and date_source.split("+", 1)[0] in WEAK_DATE_SOURCES
 
 
 def _date_gap(report: CitationReport, search_published: datetime | None) -> float | None:
@@ -951,11 +1069,84 @@ def check_freshness(
         )
     now = as_aware(now)
     fc = fclass if fclass is not None else classify_freshness(question, now=now)
-    regime = fc.regime
+    gate = fc.gate_regime if policy.uncertain_regime == "lenient" else fc.regime
+    result = _gate(answer_text, citations, policy, now, search_dates or {}, fc, gate)
+    if gate is fc.regime:
+        return result
+    guess = _gate(answer_text, citations, policy, now, search_dates or {}, fc, fc.regime)
+    return _uncertain(result, guess, fc, gate)
+
+
+def _uncertain(
+    result: AxisResult, guess: AxisResult, fc: FreshnessClass, gate: Regime
+) -> AxisResult:
+    """The lenient result, with a ``freshness.regime_uncertain`` finding and what the best
+    guess's floor would have rejected, as warnings (no hard reject on a regime that may be
+    wrong: a missing caveat and a source past the guess's floor are shown, not gated)."""
+    seen = {(f.code, f.url) for f in result.findings}
+    would = [f for f in guess.findings if f.severity is Severity.ERROR]
+    findings = [
+        Finding(
+            code="freshness.regime_uncertain",
+            message=(
+                f"the question looks {fc.regime.value.replace('_', '-')}, but held-out questions "
+                f"like it are often slower ({', '.join(r.value for r in fc.plausible)} "
+                f"plausible); gated on the most lenient floor, {gate.value.replace('_', '-')}"
+                + (
+                    f"; under the {fc.regime.value.replace('_', '-')} floor it would fail: "
+                    + "; ".join(f.message for f in would)
+                    if would
+                    else ""
+                )
+            ),
+            severity=Severity.WARNING if would else Severity.INFO,
+            axis="freshness",
+            details={
+                "regime": fc.regime.value,
+                "gate_regime": gate.value,
+                "plausible": [r.value for r in fc.plausible],
+                "confidence": fc.confidence,
+                "would_fail": [f.code for f in would],
+            },
+        ),
+        *result.findings,
+        *(
+            f.model_copy(
+                update={
+                    "severity": Severity.WARNING,
+                    "details": {**f.details, "if_regime": fc.regime.value},
+                }
+            )
+            for f in would
+            if (f.code, f.url) not in seen
+        ),
+    ]
+    details = {
+        **result.details,
+        "regime": fc.regime.value,
+        "gate_regime": gate.value,
+        "plausible_regimes": [r.value for r in fc.plausible],
+        "regime_confidence": fc.confidence,
+    }
+    evaluated = result.evaluated or guess.evaluated
+    return result.model_copy(
+        update={"findings": findings, "details": details, "evaluated": evaluated}
+    )
+
+
+def _gate(
+    answer_text: str,
+    citations: Sequence[CitationReport],
+    policy: FreshnessPolicy,
+    now: datetime,
+    dates: Mapping[str, datetime],
+    fc: FreshnessClass,
+    regime: Regime,
+) -> AxisResult:
+    """The freshness axis with ``regime``'s floor, caveat rule and undated rule."""
     floor = policy.floor_days.get(regime.value)
     fast = regime in _FAST_REGIMES
     undated_stale = fast and policy.undated_counts_as_stale
-    dates = search_dates or {}
 
     findings: list[Finding] = []
     offending: list[str] = []
@@ -963,6 +1154,7 @@ def check_freshness(
     recencies: list[float] = []
     undated: list[str] = []
     stale: list[tuple[str, float | None]] = []
+    weak_stale: list[tuple[str, CitationReport, float]] = []
     counted = 0
     normalized_dates: dict[str, datetime] | None = None
     max_gap = policy.date_disagreement_days
@@ -998,8 +1190,14 @@ def check_freshness(
             continue
         # A date in the future (clock skew, scheduled posts) is as fresh as now, no fresher.
         days = max(0.0, (now - date).total_seconds() / 86400.0)
-        recencies.append(days)
         per_url[url] = {"date": date.isoformat(), "source": source, "recency_days": round(days, 2)}
+        if report.date_source is not None:
+            per_url[url]["date_source"] = report.date_source
+        if source == "published_weak" and floor is not None and days > floor:
+            # a text heuristic's date alone cannot make a source stale: shown, not counted
+            weak_stale.append((url, report, days))
+            continue
+        recencies.append(days)
         if searched is not None and source != "search":
             per_url[url]["search_date"] = as_aware(searched).isoformat()
             per_url[url]["search_gap_days"] = None if gap is None else round(gap, 2)
@@ -1008,6 +1206,7 @@ def check_freshness(
 
     details: dict[str, object] = {
         "regime": regime.value,
+        "regime_confidence": fc.confidence,
         "cues": fc.cues,
         "floor_days": floor,
         "sources": per_url,
@@ -1077,6 +1276,22 @@ def check_freshness(
                 severity=Severity.WARNING,
                 axis="freshness",
                 details={"urls": undated},
+            )
+        )
+    for url, report, age in weak_stale:
+        findings.append(
+            Finding(
+                code="freshness.weak_date",
+                message=(
+                    f"{url} looks {_days(age)} old, past the {_days(floor or 0)} floor for a "
+                    f"{regime.value.replace('_', '-')} question, but that date was guessed from "
+                    f"the page's text ({report.date_source}), not its metadata: not counted as "
+                    "stale"
+                ),
+                severity=Severity.WARNING,
+                axis="freshness",
+                url=url,
+                details={"recency_days": round(age, 2), "date_source": report.date_source},
             )
         )
     # The date the user saw in the search results against the page's own dates.

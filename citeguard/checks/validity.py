@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from citeguard.checks.base import AnnotatorKind, CheckContext, is_llm_backend
+from citeguard.checks.claim_view import claim_fragment, claim_report, mark_gated
 from citeguard.checks.entail import (
     Entailer,
     EntailmentRequest,
@@ -699,6 +700,11 @@ def _resolution(
                         url_status[key] = (CitationStatus.SOFT_404, soft)
 
 
+def _final_url(fetched: Mapping[str, FetchResult], key: str) -> str | None:
+    res = fetched.get(key)
+    return None if res is None else res.final_url
+
+
 # claims, citations or pairs handled on the event loop at once, at most, when building pairs,
 # resolving URLs and writing reports (~10 µs each); more go to a thread
 _INLINE_ITEMS = 64
@@ -739,19 +745,16 @@ def _roll_up(
                 quote=p.quote,
                 passage=p.passage,
                 entailment=p.entailment,
+                text_fragment_url=claim_fragment(
+                    _final_url(fetched, p.url) or raw_url.get(p.url, p.url), p.passage, p.entailment
+                ),
             )
             for p in cps
         ]
+        claim_reports.append(claim_report(claim, checks))
         if not cps:
-            claim_reports.append(ClaimReport(index=claim.index, text=claim.text, checks=[]))
             continue
         supported = any(p.status is CitationStatus.OK for p in cps)
-        best = max((p.entailment.score for p in cps if p.entailment), default=None)
-        claim_reports.append(
-            ClaimReport(
-                index=claim.index, text=claim.text, checks=checks, supported=supported, support=best
-            )
-        )
         for p in cps:
             if p.status is CitationStatus.OK:
                 continue
@@ -810,6 +813,7 @@ def _roll_up(
             entailment=ent,
             published=page.published if page is not None else None,
             modified=page.modified if page is not None else None,
+            date_source=page.date_source if page is not None else None,
             text_fragment_url=frag,
             title=page.title if page is not None else None,
             elapsed_ms=res.elapsed_ms if res is not None else 0.0,
@@ -830,6 +834,12 @@ def _roll_up(
         )
         if fails:
             offenders.add(key)
+
+    # the per-claim view: which (claim, URL) pairs made a URL a hard reject
+    claim_reports = mark_gated(
+        claim_reports,
+        {(p.claim.index, raw_url.get(p.url, p.url)) for p in failing_pairs if p.url in offenders},
+    )
 
     # 6. reference-list entries nothing cites: shown to the user, so they must resolve too
     for key, raw in uncited_references(answer).items():

@@ -25,7 +25,10 @@ from citeguard.models import CitationReport, CitationStatus, Severity
 from citeguard.policy import FreshnessPolicy
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
-POLICY = FreshnessPolicy()
+# The floor, caveat and undated rules on the regime the classifier guessed: most rule regimes
+# are uncertain on the development data, and the default ("lenient") gates them on a slower
+# floor (tested below, test_uncertain_regime_*), so these tests pin the mechanics with "strict".
+POLICY = FreshnessPolicy(uncertain_regime="strict")
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "freshness" / "freshqa_dev.jsonl"
 
 
@@ -454,7 +457,7 @@ def test_regime_features_carry_the_same_rule_decision(question: str, regime: Reg
 
     values, (decided, label, cue) = regime_features(question, now=NOW)
     fc = classify_freshness(question, now=NOW)
-    assert decided is fc.regime is regime and [cue] == fc.cues
+    assert decided is fc.regime is regime and fc.cues[0] == cue
     assert label in RULE_LABELS
     assert len(values) == len(REGIME_FEATURE_NAMES)
     assert values[REGIME_FEATURE_NAMES.index(f"decided by={label}")] == 1.0
