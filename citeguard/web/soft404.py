@@ -194,7 +194,7 @@ def same_as_probe(pages: Mapping[str, Page], probes: Mapping[str, Page]) -> dict
         if _is_probe_page(page_chunks, probe_chunks[origin], (url, page.url), asked):
             out[url] = (
                 "the page answers 200 with what its host serves for any made-up path "
-                "(a catch-all page, not the cited one)"
+                f"(the same text as {asked[0]}): a catch-all page, not the cited one"
             )
     return out
 

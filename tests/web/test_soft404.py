@@ -126,7 +126,13 @@ async def test_a_catch_all_that_echoes_the_requested_path_is_caught(farm: Farm) 
     cited = [farm.url(SHOP, "/2024/annual-report"), farm.url(SHOP, "/press/new-ceo?lang=en")]
     status = await _check(farm, cited)
     assert {s for s, _r in status.values()} == {CitationStatus.SOFT_404}, status
-    assert all("made-up path" in r for _s, r in status.values())
+    # the reason shows the evidence: the made-up URL the host was asked for
+    (probe,) = {
+        p
+        for _m, h, p in farm.requests
+        if h == SHOP and p not in ("/2024/annual-report", "/press/new-ceo")
+    }
+    assert all(f"(the same text as {farm.url(SHOP, probe)})" in r for _s, r in status.values())
 
 
 async def test_a_catch_all_with_request_ids_and_timestamps_is_caught(farm: Farm) -> None:
