@@ -74,17 +74,20 @@ _CLOCK_RE = re.compile(
 )
 _HEX_RE = re.compile(r"[0-9a-f]{16,}", re.I)
 _DIGITS_RE = re.compile(r"\d{10,}")
+# render times ("generated in 0.0123 s", "0.45ms"); prices and measures have fewer decimals
+_TIMING_RE = re.compile(r"\d+\.\d{3,}(?:m?s)?|\d+\.\d+m?s")
 _ID_RE = re.compile(r"[a-z0-9_-]{8,}", re.I)
 _WORD_SEP_RE = re.compile(r"[-.:_]+")
 
 
 def _volatile(chunk: str) -> bool:
     """A chunk that changes from one request to the next on the same page: request ids,
-    digests, clock times and timestamps. Facts (prices, counts, names, dates) are not."""
+    digests, clock times, timestamps, render times. Facts (prices, counts, names, dates) are
+    not."""
     if _UUID_RE.fullmatch(chunk) or _CLOCK_RE.fullmatch(chunk) or _HEX_RE.fullmatch(chunk):
         return True
-    if _DIGITS_RE.fullmatch(chunk):  # epoch seconds and milliseconds, long counters
-        return True
+    if _DIGITS_RE.fullmatch(chunk) or _TIMING_RE.fullmatch(chunk):
+        return True  # epoch seconds and milliseconds, long counters, render times
     if _ID_RE.fullmatch(chunk) is None:
         return False
     # a generated id mixes letters and digits ("a1b2c3d4", "01HFX3K9Z"); words and codes with

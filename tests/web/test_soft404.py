@@ -5,6 +5,7 @@ echoed path and volatile tokens), never because it looks like it. Real Guard, re
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -142,7 +143,8 @@ async def test_a_catch_all_with_request_ids_and_timestamps_is_caught(farm: Farm)
         main = (
             "<p>Welcome to Example Shop. Browse our latest offers.</p>"
             f"<p>Request {uuid.uuid4()} · trace {uuid.uuid4().hex}{uuid.uuid4().hex[:8]} · "
-            f"served {stamp} · build a1b2c3d4e5</p>"
+            f"served {stamp} · build a1b2c3d4e5 · rendered in {time.perf_counter() % 1:.4f} s "
+            f"({time.perf_counter() % 1 * 1000:.2f}ms)</p>"
         )
         return web.Response(text=_page(main), content_type="text/html")
 
