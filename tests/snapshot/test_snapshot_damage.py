@@ -20,16 +20,26 @@ import random
 import sqlite3
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import snapshot_contract as contract
 
+from citeguard import CitationStatus, EntailmentPolicy, FetchPolicy, Guard, Policy
 from citeguard.snapshot import (
+    SnapshotEntryCorrupt,
     SQLiteSnapshotStore,
 )
 from citeguard.snapshot_cli import snapshot_main
 
+if TYPE_CHECKING:
+    from conftest import Farm
+
 SEEDS = range(160)
+PAGE = (
+    "<html><head><title>Eiffel Tower</title></head><body><article>"
+    "<p>The Eiffel Tower is 330 metres tall.</p></article></body></html>"
+)
 
 
 async def _write(path: Path) -> dict[str, contract.Probe]:
@@ -134,3 +144,39 @@ def test_cli_verify_lists_an_entry_that_is_no_longer_utf8(tmp_path: Path) -> Non
     assert code == 2, (out.getvalue(), err.getvalue())
     assert "1 damaged entry" in err.getvalue()
     assert f"search {probes['search'].key} (version 1): checksum mismatch" in err.getvalue()
+
+
+async def test_a_guard_replaying_a_damaged_entry_is_refused_by_name(
+    farm: Farm, tmp_path: Path
+) -> None:
+    """End to end: a recorded check, one byte of an entry holding the cited page made non-UTF-8
+    in the file, replayed: the run stops with SnapshotEntryCorrupt naming that entry, not
+    another error."""
+    url = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    answer = f"The Eiffel Tower is 330 metres tall [1].\n\n[1] {url}\n"
+    path = tmp_path / "snap.sqlite"
+    policy = Policy(
+        fetch=FetchPolicy(allow_private_addresses=True, url_timeout=3.0, retries=0),
+        entailment=EntailmentPolicy(backend="none"),
+    )
+    store = SQLiteSnapshotStore(path)
+    try:
+        async with Guard(policy, resolver=farm.resolver, cache=store, snapshot_mode="record") as g:
+            recorded = await g.check(answer, question="How tall is the Eiffel Tower?")
+    finally:
+        await store.close()
+    assert recorded.citations[0].status is CitationStatus.OK
+    raw = await asyncio.to_thread(path.read_bytes)
+    at = raw.index(b'{"url":"' + url.encode()) + 1
+    await asyncio.to_thread(path.write_bytes, raw[:at] + b"\xff" + raw[at + 1 :])
+    store = SQLiteSnapshotStore(path, read_only=True)
+    try:
+        async with Guard(policy, resolver=farm.resolver, cache=store, snapshot_mode="replay") as g:
+            with pytest.raises(SnapshotEntryCorrupt) as info:
+                await g.check(answer, question="How tall is the Eiffel Tower?")
+        report = await store.verify(raise_on_damage=False)
+    finally:
+        await store.close()
+    # the first entry holding the page's record (its fetch or its extracted page) is refused
+    assert info.value.layer in ("fetch", "page") and url in info.value.key
+    assert [(d.layer, d.key) for d in report.damaged] == [(info.value.layer, info.value.key)]
