@@ -22,8 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.context import Config, Context, Size
 from benchmarks.report import summary_markdown, write_plots
-from benchmarks.scenarios import SCENARIOS, Config, Context, Size
+from benchmarks.scenarios import SCENARIOS
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -59,20 +59,18 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
 
+from benchmarks.context import NOW, QUESTION, Config, Context
 from citeguard import Guard
 from citeguard.models import CitationStatus, Verdict
 from citeguard.policy import EntailmentPolicy, FetchPolicy, Policy
 from citeguard.web.fetch import StaticResolver
 from citeguard.web.page import extract_page
 from citeguard.web.urls import registrable_domain
-
-if TYPE_CHECKING:
-    from benchmarks.scenarios import Config, Context
 
 PASSAGES = Path(__file__).resolve().parents[2] / "shared" / "data" / "passages"
 
@@ -542,7 +540,6 @@ async def run_config(
 ) -> dict[str, Any]:
     """Check every case through one Guard; ``entailer="default"``: the Guard builds the one
     its policy names (what a user gets), else the given entailer."""
-    from benchmarks.scenarios import NOW
 
     policy = quote_policy(entailment_on)
     kwargs: dict[str, Any] = {} if entailer == "default" else {"entailer": entailer}
@@ -594,7 +591,6 @@ async def bench(
 ) -> dict[str, Any]:
     """Serve the pages, build the cases, check them under each ``(name, entailment_on,
     entailer)`` configuration."""
-    from benchmarks.scenarios import QUESTION
 
     pages = load_quote_pages(n_pages, seed)
     cases = build_cases(pages, seed, all_quotes=all_quotes)

@@ -50,7 +50,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from benchmarks.bench_quotes import (
     MADE_UP,
@@ -59,15 +59,13 @@ from benchmarks.bench_quotes import (
     QuoteServer,
     load_quote_pages,
 )
+from benchmarks.context import NOW, Config, Context
 from citeguard import Guard, GuardResult
 from citeguard.checks.entail import Entailer, LocalEntailer, WordOverlapEntailer
 from citeguard.checks.quoted import dropped_qualifier
 from citeguard.models import SearchRecord
 from citeguard.parse import parse_answer
 from citeguard.policy import FetchPolicy, Policy
-
-if TYPE_CHECKING:
-    from benchmarks.scenarios import Config, Context
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -315,7 +313,6 @@ def repair_policy(mode: str) -> Policy:
 async def _confirm(run: Run, server: QuoteServer, entailer: Entailer | None) -> bool:
     searches: list[SearchRecord] = [s for a in run.result.attempts for s in a.searches]
     answer: Any = run.result.structured if run.result.structured is not None else run.result.answer
-    from benchmarks.scenarios import NOW
 
     async with Guard(
         repair_policy(run.mode), resolver=server.resolver(), entailer=entailer, now=lambda: NOW
@@ -333,7 +330,6 @@ async def run_all(
     concurrency: int = 4,
 ) -> list[Run]:
     """Every case under every mode (one Guard per mode; modes in rotating order per case)."""
-    from benchmarks.scenarios import NOW
 
     guards = {
         m: Guard(repair_policy(m), resolver=server.resolver(), entailer=entailer, now=lambda: NOW)

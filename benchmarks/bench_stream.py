@@ -54,11 +54,12 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 from aiohttp import web
 
+from benchmarks.context import NOW, QUESTION, Config, Context
 from benchmarks.web import PageSet, load_pages
 from citeguard import Guard
 from citeguard.checks.entail import Entailer
@@ -68,9 +69,6 @@ from citeguard.stream import StreamVerdict
 from citeguard.verdict import without_timings
 from citeguard.web.fetch import StaticResolver
 from citeguard.web.page import extract_page
-
-if TYPE_CHECKING:
-    from benchmarks.scenarios import Config, Context
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SLACK_MS = 50.0
@@ -281,7 +279,6 @@ def _policy(entailment: str) -> Policy:
 
 
 def _guard(server: LatencyServer, entailment: str, entailer: Entailer | None) -> Guard:
-    from benchmarks.scenarios import NOW
 
     return Guard(
         _policy(entailment),
@@ -301,7 +298,6 @@ async def _alone_ms(server: LatencyServer, url: str) -> float:
 async def _run_stream(
     server: LatencyServer, plan: Plan, interval: float, entailment: str, entailer: Any
 ) -> dict[str, Any]:
-    from benchmarks.scenarios import QUESTION
 
     stream = TimedStream(plan, interval)
     async with _guard(server, entailment, entailer) as guard:
@@ -331,7 +327,6 @@ async def _run_stream(
 async def _run_check_after(
     server: LatencyServer, plan: Plan, interval: float, entailment: str, entailer: Any
 ) -> dict[str, Any]:
-    from benchmarks.scenarios import QUESTION
 
     stream = TimedStream(plan, interval)
     async with _guard(server, entailment, entailer) as guard:

@@ -133,6 +133,11 @@ async def _run(args: argparse.Namespace, location: str, out: TextIO) -> int:
 
 
 async def _dispatch(store: SnapshotStore, args: argparse.Namespace, out: TextIO) -> int:
+    if args.cmd == "verify":  # first: a damaged store lists its damage, whatever else fails
+        n = await store.verify()
+        versions = await store.list_versions()
+        out.write(f"ok: {len(versions)} version(s), {n} bodies verified\n")
+        return EXIT_OK
     versions = await store.list_versions()
     if args.cmd == "list":
         if args.json:
@@ -155,10 +160,6 @@ async def _dispatch(store: SnapshotStore, args: argparse.Namespace, out: TextIO)
             raise _UsageError(EXIT_USAGE, "citeguard snapshot: error: --keep must be >= 1\n")
         dropped = await store.prune(args.keep)
         out.write(f"dropped {dropped} version(s); kept {min(len(versions), args.keep)}\n")
-        return EXIT_OK
-    if args.cmd == "verify":
-        n = await store.verify()
-        out.write(f"ok: {len(versions)} version(s), {n} bodies verified\n")
         return EXIT_OK
     raise _UsageError(EXIT_USAGE, f"unknown command {args.cmd!r}\n")  # pragma: no cover
 

@@ -181,6 +181,11 @@ def _recover_key(blob: object, digest: str) -> str | None:
     return key if isinstance(key, str) and _digest(key) == digest else None
 
 
+def _member(raw: bytes) -> str:
+    """A set member or hash field as text; damaged bytes stay visible (and match nothing)."""
+    return raw.decode("utf-8", "backslashreplace")
+
+
 def _glob(text: str) -> str:
     """``text`` with Redis glob characters escaped (for SCAN MATCH)."""
     return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
@@ -322,8 +327,7 @@ class RedisSnapshotStore(SnapshotStore):
                 await self._require_version(self._requested_version)
                 self._active = self._requested_version
             else:
-                versions = await self._redis.hkeys(self._k("versions"))
-                self._active = max((int(v) for v in versions), default=None)
+                self._active = max(await self._versions_raw(), default=None)
         return self._active
 
     async def _write_version(self) -> int:
@@ -490,10 +494,10 @@ class RedisSnapshotStore(SnapshotStore):
             counts = await pipe.execute()
         out = []
         for v, raw in zip(order, counts, strict=True):
-            c = {k.decode(): int(n) for k, n in raw.items()}
             rec = versions[v]
-            out.append(
-                VersionInfo(
+            try:
+                c = {_member(k): int(n) for k, n in raw.items()}
+                info = VersionInfo(
                     version=v,
                     label=rec.get("label"),
                     created_at=datetime.fromisoformat(rec["created_at"]),
@@ -504,11 +508,17 @@ class RedisSnapshotStore(SnapshotStore):
                     cases=c.get("case", 0),
                     judges=c.get("judge", 0),
                 )
-            )
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                # pydantic's ValidationError is a ValueError
+                raise SnapshotCorrupt(
+                    f"snapshot store {self.url}: the record of version {v} does not read "
+                    f"({e.__class__.__name__}: {str(e)[:120]})"
+                ) from e
+            out.append(info)
         return out
 
     async def _entries(self, layer: Layer) -> list[tuple[str, dict[bytes, bytes]]]:
-        digests = sorted(d.decode() for d in await self._redis.smembers(self._k("idx", layer)))
+        digests = sorted(_member(d) for d in await self._redis.smembers(self._k("idx", layer)))
         pipe = self._redis.pipeline(transaction=False)
         for d in digests:
             pipe.hgetall(self._k("e", layer, d))
@@ -588,7 +598,7 @@ class RedisSnapshotStore(SnapshotStore):
             if cut_counts:
                 pipe.hset(self._k("count", str(cut)), mapping=cut_counts)
             await pipe.execute()
-            stored = {h.decode() for h in await self._redis.smembers(self._k("bodies"))}
+            stored = {_member(h) for h in await self._redis.smembers(self._k("bodies"))}
             orphans = [] if unsure else sorted(stored - referenced)
             if orphans:
                 pipe = self._redis.pipeline(transaction=True)
@@ -617,7 +627,7 @@ class RedisSnapshotStore(SnapshotStore):
         problems: list[str] = []
         for layer in layers:
             stored = sorted(await self._scan("e", layer))
-            indexed = {d.decode() for d in await self._redis.smembers(self._k("idx", layer))}
+            indexed = {_member(d) for d in await self._redis.smembers(self._k("idx", layer))}
             for d in sorted(indexed - set(stored)):
                 problems.append(f"the {layer} index lists {d}, which has no entry")
             for d in sorted(set(stored) - indexed):
@@ -677,7 +687,7 @@ class RedisSnapshotStore(SnapshotStore):
             envelopes, damaged, gaps = await self._stored_entries()
             problems += gaps
             stored = await self._scan("body")
-            listed = {h.decode() for h in await self._redis.smembers(self._k("bodies"))}
+            listed = {_member(h) for h in await self._redis.smembers(self._k("bodies"))}
             for h in sorted(listed - stored):
                 problems.append(f"the body set lists {h[:16]}, which is not stored")
             for h in sorted(stored - listed):

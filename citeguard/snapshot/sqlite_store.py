@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +52,7 @@ from citeguard.snapshot.base import (
     Layer,
     RawEntry,
     SnapshotDamaged,
+    SnapshotEntryCorrupt,
     SnapshotStore,
     VerifyReport,
     VersionInfo,
@@ -72,6 +74,59 @@ from citeguard.snapshot.base import (
 T = TypeVar("T")
 
 DEFAULT_BUSY_TIMEOUT = 30.0
+
+# what SQLite says when the file itself is damaged, beyond SQLITE_CORRUPT / SQLITE_NOTADB (plain
+# DatabaseError): tables or columns its damaged schema no longer names
+_DAMAGE_MESSAGES = ("no such table", "no such column", "malformed")
+
+
+# sqlite3 raises UnicodeDecodeError instead of SQLite's error when the message is not UTF-8,
+# which it is not when it quotes the damaged schema
+_FAILURES = (sqlite3.DatabaseError, UnicodeDecodeError)
+
+
+def _is_damage(e: sqlite3.DatabaseError | UnicodeDecodeError) -> bool:
+    """Whether ``e`` says the file is damaged (rather than busy, locked, read-only, full)."""
+    if not isinstance(e, sqlite3.OperationalError):
+        return True
+    return str(e).lower().startswith(_DAMAGE_MESSAGES) or "malformed" in str(e).lower()
+
+
+def _text_or_bytes(raw: bytes) -> str | bytes:
+    """sqlite3's text factory: a TEXT value that is not UTF-8 stays bytes, for the checks of
+    the entry (or record) holding it to report, instead of failing the whole query."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+
+
+def _names(rows: Iterable[tuple[object, ...]], *, where: str, what: str) -> set[str]:
+    """The names in the first column of ``rows``: text, or the store is damaged."""
+    out: set[str] = set()
+    for name, *_rest in rows:
+        if not isinstance(name, str):
+            raise SnapshotCorrupt(f"{where} is damaged: a {what} name is not text ({name!r:.80})")
+        out.add(name)
+    return out
+
+
+_MIGRATION_NAME = re.compile(r"m(\d{3})_[a-z0-9_]+")
+
+
+def _unknown_migrations(done: set[str], *, where: str) -> list[str]:
+    """The migrations ``done`` names that this citeguard lacks; a damaged record (a name no
+    citeguard writes, or one numbered like a known migration) is a damaged store."""
+    known = {m.__name__ for m in MIGRATIONS}
+    newest = max(int(m.__name__[1:4]) for m in MIGRATIONS)
+    unknown = sorted(done - known)
+    for name in unknown:
+        m = _MIGRATION_NAME.fullmatch(name)
+        # a newer citeguard adds migrations after all of this one's
+        if m is None or int(m.group(1)) <= newest or not known <= done:
+            raise SnapshotCorrupt(f"{where} is damaged: its migration record {name!r} is not one")
+    return unknown
+
 
 # --------------------------------------------------------------------------------------------
 # Migrations: named functions, applied in order, recorded in citeguard_migrations
@@ -122,7 +177,11 @@ _MIGRATIONS_TABLE = "citeguard_migrations"
 def migrate(db: sqlite3.Connection, *, where: str = "snapshot store") -> list[str]:
     """Apply the migrations ``db`` lacks, in one transaction; return the names applied."""
     with _transaction(db):
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = _names(
+            db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"),
+            where=where,
+            what="table",
+        )
         if tables and _MIGRATIONS_TABLE not in tables:
             raise SnapshotError(
                 f"{where} is an SQLite database but not a citeguard snapshot store "
@@ -132,12 +191,13 @@ def migrate(db: sqlite3.Connection, *, where: str = "snapshot store") -> list[st
             f"CREATE TABLE IF NOT EXISTS {_MIGRATIONS_TABLE} "
             "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
         )
-        done = {r[0] for r in db.execute(f"SELECT name FROM {_MIGRATIONS_TABLE}")}
-        known = {m.__name__ for m in MIGRATIONS}
-        unknown = done - known
+        done = _names(
+            db.execute(f"SELECT name FROM {_MIGRATIONS_TABLE}"), where=where, what="migration"
+        )
+        unknown = _unknown_migrations(done, where=where)
         if unknown:
             raise SnapshotError(
-                f"{where} was written by a newer citeguard (unknown migrations {sorted(unknown)})"
+                f"{where} was written by a newer citeguard (unknown migrations {unknown})"
             )
         applied: list[str] = []
         for m in MIGRATIONS:
@@ -222,11 +282,11 @@ class SQLiteSnapshotStore(SnapshotStore):
     def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         try:
             return fn(self._connection())
-        except sqlite3.OperationalError as e:
-            # busy / locked / cannot open / read-only / disk full: the file is fine, the access
-            # is not. (SQLITE_CORRUPT and SQLITE_NOTADB are plain DatabaseError, below.)
-            raise SnapshotError(f"snapshot store {self.path}: {e}") from e
-        except sqlite3.DatabaseError as e:
+        except _FAILURES as e:
+            if not _is_damage(e):
+                # busy / locked / cannot open / read-only / disk full: the file is fine, the
+                # access is not
+                raise SnapshotError(f"snapshot store {self.path}: {e}") from e
             self._drop_connection()
             raise SnapshotCorrupt(
                 f"snapshot store {self.path} is corrupted or truncated ({e}); restore it from "
@@ -256,6 +316,9 @@ class SQLiteSnapshotStore(SnapshotStore):
             conn = sqlite3.connect(
                 self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=True
             )
+        # a TEXT value that is not UTF-8 (a flipped bit) comes back as bytes, for the entry's
+        # checks to report, instead of failing the whole query
+        conn.text_factory = _text_or_bytes
         try:
             if self.read_only:
                 done = _check_schema(conn, where=f"snapshot store {self.path}")
@@ -308,13 +371,22 @@ class SQLiteSnapshotStore(SnapshotStore):
         v = self._read_version(db)
         if v is None:
             return None
-        row = db.execute(
-            f"SELECT e.version, e.data, e.body_hash, e.written_at, {self._ck('e.')}, b.data"
-            " FROM entries e LEFT JOIN bodies b ON b.hash = e.body_hash"
-            " WHERE e.layer = ? AND e.key = ? AND e.version <= ?"
-            " ORDER BY e.version DESC LIMIT 1",
-            (layer, key, v),
-        ).fetchone()
+        try:
+            row = db.execute(
+                f"SELECT e.version, e.data, e.body_hash, e.written_at, {self._ck('e.')}, b.data"
+                " FROM entries e LEFT JOIN bodies b ON b.hash = e.body_hash"
+                " WHERE e.layer = ? AND e.key = ? AND e.version <= ?"
+                " ORDER BY e.version DESC LIMIT 1",
+                (layer, key, v),
+            ).fetchone()
+        except _FAILURES as e:
+            if not _is_damage(e):
+                raise
+            # the file is damaged where this entry lies: refuse this entry, by name
+            self._drop_connection()
+            raise SnapshotEntryCorrupt(
+                self._where, layer, key, None, f"SQLite cannot read it ({e})"
+            ) from e
         if row is None:
             return None
         version, data, body_hash, written_at, checksum, packed = row
@@ -471,8 +543,8 @@ class SQLiteSnapshotStore(SnapshotStore):
                 "SELECT id, label, created_at FROM versions ORDER BY id"
             ):
                 c = counts.get(vid, {})
-                out.append(
-                    VersionInfo(
+                try:
+                    info = VersionInfo(
                         version=vid,
                         label=label,
                         created_at=datetime.fromisoformat(created),
@@ -483,7 +555,12 @@ class SQLiteSnapshotStore(SnapshotStore):
                         cases=c.get("case", 0),
                         judges=c.get("judge", 0),
                     )
-                )
+                except (TypeError, ValueError) as e:  # pydantic's ValidationError is a ValueError
+                    raise SnapshotCorrupt(
+                        f"{self._where} is damaged: the record of version {vid!r} does not "
+                        f"read ({e.__class__.__name__}: {str(e)[:120]})"
+                    ) from e
+                out.append(info)
             return out
 
         return await self._call(op)
@@ -551,29 +628,51 @@ class SQLiteSnapshotStore(SnapshotStore):
         return await self._call(op)
 
     def _audit(self, db: sqlite3.Connection) -> VerifyReport:
-        """Everything ``verify`` checks: the file, every body, every entry of every version."""
+        """Everything ``verify`` checks: the file, every body, every entry of every version.
+        Where SQLite cannot read a part of the file, that is a problem of the report and the
+        rest is still checked."""
         problems: list[str] = []
-        integrity = [r[0] for r in db.execute("PRAGMA quick_check")]
-        if integrity != ["ok"]:
-            problems.append(f"the file fails its integrity check: {integrity[:5]}")
+        # integrity_check, not quick_check: it also finds index entries that no longer match
+        # their rows (a lookup through such an index misses an entry that is still there)
+        integrity = _readable(db, "PRAGMA integrity_check", problems, "its integrity check")
+        found = "\n".join(str(r[0]) for r in integrity).splitlines()
+        if found != ["ok"]:
+            more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+            problems.append(f"the file fails its integrity check: {found[:5]}{more}")
         with closing(db.execute("SELECT hash, size, data FROM bodies")) as stored:
-            bodies = _body_problems(stored)
-        versions = [r[0] for r in db.execute("SELECT id FROM versions")]
+            bodies = _body_problems(_rows(stored, problems, "bodies"))
+        listed = _readable(db, "SELECT id FROM versions", problems, "versions")
+        versions = [v for v, *_ in listed if isinstance(v, int)]
+        # in the table's own order: a damaged index does not hide the rows (quick_check
+        # reports the index)
         rows = db.execute(
-            "SELECT layer, key, version, data, body_hash, written_at,"
-            f" {self._ck()} FROM entries ORDER BY layer, key, version"
+            f"SELECT layer, key, version, data, body_hash, written_at, {self._ck()} FROM entries"
         )
+        late: list[str] = []
         with closing(rows):  # streamed: a big store's entries need not all be in memory
-            return audit(
+            report = audit(
                 self._where,
-                (RawEntry(*r) for r in rows),
+                (RawEntry(*r) for r in _rows(rows, late, "entries")),
                 bodies,
                 versions=versions,
                 problems=problems,
             )
+        if not late:
+            return report
+        return VerifyReport(
+            bodies=report.bodies,
+            entries=report.entries,
+            unchecked=report.unchecked,
+            damaged=report.damaged,
+            problems=(*report.problems, *late),
+        )
 
     async def verify(self, *, raise_on_damage: bool = True) -> VerifyReport:
-        report = await self._call(self._audit)
+        try:
+            report = await self._call(self._audit)
+        except SnapshotCorrupt as e:
+            # SQLite cannot open the file, or read what the checks start from: that is the report
+            report = VerifyReport(bodies=0, problems=[str(e)])
         if raise_on_damage and not report.ok:
             raise SnapshotDamaged(self._where, report)
         return report
@@ -620,20 +719,52 @@ class SQLiteSnapshotStore(SnapshotStore):
 def _check_schema(db: sqlite3.Connection, *, where: str) -> set[str]:
     """Read-only open: the file must be a store with every migration already applied (but the
     read-optional ones); return the migrations it has."""
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = _names(
+        db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"), where=where, what="table"
+    )
     if _MIGRATIONS_TABLE not in tables:
         raise SnapshotError(f"{where} is not a citeguard snapshot store")
-    done = {r[0] for r in db.execute(f"SELECT name FROM {_MIGRATIONS_TABLE}")}
+    done = _names(
+        db.execute(f"SELECT name FROM {_MIGRATIONS_TABLE}"), where=where, what="migration"
+    )
+    unknown = _unknown_migrations(done, where=where)
     missing = [m.__name__ for m in MIGRATIONS if m.__name__ not in done | _READ_OPTIONAL]
     if missing:
         raise SnapshotError(f"{where} needs migrations {missing}: open it writable once")
-    unknown = done - {m.__name__ for m in MIGRATIONS}
     if unknown:
-        raise SnapshotError(f"{where} was written by a newer citeguard ({sorted(unknown)})")
+        raise SnapshotError(f"{where} was written by a newer citeguard ({unknown})")
     return done
 
 
-def _body_problems(rows: Iterable[tuple[object, object, object]]) -> dict[str, str | None]:
+def _rows(
+    cursor: Iterable[tuple[object, ...]], problems: list[str], what: str
+) -> Iterator[tuple[object, ...]]:
+    """The rows of ``cursor`` up to where SQLite cannot read the file any further (then a line
+    of ``problems`` says so)."""
+    try:
+        yield from cursor
+    except _FAILURES as e:
+        if not _is_damage(e):
+            raise
+        problems.append(
+            f"SQLite cannot read all the {what} ({e}): the ones before the damage are checked, "
+            "the rest are lost"
+        )
+
+
+def _readable(
+    db: sqlite3.Connection, sql: str, problems: list[str], what: str
+) -> list[tuple[object, ...]]:
+    try:
+        return list(_rows(db.execute(sql), problems, what))
+    except _FAILURES as e:
+        if not _is_damage(e):
+            raise
+        problems.append(f"SQLite cannot read {what} ({e})")
+        return []
+
+
+def _body_problems(rows: Iterable[tuple[object, ...]]) -> dict[str, str | None]:
     """Stored bodies (hash, size, zlib data) → what is wrong with each (None: intact)."""
     out: dict[str, str | None] = {}
     for body_hash, size, packed in rows:

@@ -8,19 +8,23 @@ The opening read is bounded, so the check is linear in nothing but a few hundred
 
 Pages that say nothing of the kind can still be the host's catch-all: like lychee, the guard
 asks the host for a path that cannot exist (:func:`probe_urls`) and a short cited page that
-matches what comes back (:func:`same_as_probe`) is a soft 404 too.
+*is* what comes back (:func:`same_as_probe`) is a soft 404 too: the same text chunk for chunk,
+except for volatile chunks (request ids, timestamps), punctuation, and where each page echoes the
+path it was asked for. Templated pages of one host that differ only in their facts (a price, a
+count, a name) look alike but are not the catch-all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote_plus, urlsplit
 
-from rapidfuzz import fuzz
+from rapidfuzz.distance import Indel
 
 from citeguard.models import Page
 
@@ -60,46 +64,140 @@ def soft_404_reason(page: Page) -> str | None:
     return f"the page answers 200 but its {where} says {hit.group(0).strip()!r}"
 
 
-# a cited page this similar (0..100, over its first characters) to the probe is the catch-all
-_SAME_PAGE = 95.0
-_COMPARE_CHARS = 2_000
+# what of the probe's page is compared: a cited page is short, a longer probe is not its page
+_COMPARE_CHARS = 4_000
+# words and the punctuation between them; a chunk holds its inner separators ("4.20", "a-b")
+_CHUNK_RE = re.compile(r"\w+(?:[-.:]\w+)*|[^\w\s]")
+_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+_CLOCK_RE = re.compile(
+    r"(?:\d{4}-\d{2}-\d{2}[T_]?)?\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?:z|[+-]\d{2}:?\d{2})?", re.I
+)
+_HEX_RE = re.compile(r"[0-9a-f]{16,}", re.I)
+_DIGITS_RE = re.compile(r"\d{10,}")
+# render times ("generated in 0.0123 s", "0.45ms"); prices and measures have fewer decimals
+_TIMING_RE = re.compile(r"\d+\.\d{3,}(?:m?s)?|\d+\.\d+m?s")
+_ID_RE = re.compile(r"[a-z0-9_-]{8,}", re.I)
+_WORD_SEP_RE = re.compile(r"[-.:_]+")
+
+
+def _volatile(chunk: str) -> bool:
+    """A chunk that changes from one request to the next on the same page: request ids,
+    digests, clock times, timestamps, render times. Facts (prices, counts, names, dates) are
+    not."""
+    if _UUID_RE.fullmatch(chunk) or _CLOCK_RE.fullmatch(chunk) or _HEX_RE.fullmatch(chunk):
+        return True
+    if _DIGITS_RE.fullmatch(chunk) or _TIMING_RE.fullmatch(chunk):
+        return True  # epoch seconds and milliseconds, long counters, render times
+    if _ID_RE.fullmatch(chunk) is None:
+        return False
+    # a generated id mixes letters and digits ("a1b2c3d4", "01HFX3K9Z"); words and codes with
+    # one number in them ("covid-19", "state-of-the-art-2024") switch between them rarely
+    kinds = [c.isdigit() for c in chunk if c.isalnum()]
+    return sum(a != b for a, b in itertools.pairwise(kinds)) >= 3
+
+
+def _chunks(text: str) -> list[str]:
+    return _CHUNK_RE.findall(text.lower())
+
+
+def _echo(*urls: str) -> frozenset[str]:
+    """The chunks of the URLs' paths and queries, and their words: what a page that echoes the
+    address it was asked for may show of it."""
+    out: set[str] = set()
+    for url in urls:
+        parts = urlsplit(url)
+        raw = unquote_plus(f"{parts.path} {parts.query}".replace("/", " / "))
+        for chunk in _chunks(raw):
+            out.add(chunk)
+            out.update(_WORD_SEP_RE.split(chunk))
+    out.discard("")
+    return frozenset(out)
+
+
+def _neutral(chunk: str) -> bool:
+    return (len(chunk) == 1 and not chunk.isalnum()) or _volatile(chunk)
+
+
+def _is_probe_page(
+    a: list[str], b: list[str], page_urls: tuple[str, ...], probe_urls: tuple[str, ...]
+) -> bool:
+    """Whether the chunks ``a`` of a page are the chunks ``b`` of the probe's page (what the
+    host served for a made-up path): equal chunk for chunk, except where they differ only in
+    volatile chunks (request ids, timestamps), punctuation, or the address each was asked for
+    (``page_urls``, ``probe_urls``). A page that differs in one fact (a number, a name) is
+    another page, however alike."""
+    if not a or not b:
+        return False
+    echo: frozenset[str] | None = None
+    probe_echo: frozenset[str] | None = None
+    gaps: list[tuple[list[str], list[str]]] = []  # what lies between the equal runs
+    i = j = 0
+    for op in Indel.opcodes(a, b):
+        if op.tag == "equal":
+            gaps.append((a[i : op.src_start], b[j : op.dest_start]))
+            i, j = op.src_end, op.dest_end
+    gaps.append((a[i:], b[j:]))
+    for x, y in gaps:
+        page_left = [c for c in x if not _neutral(c)]
+        probe_left = [c for c in y if not _neutral(c)]
+        if page_left:
+            echo = _echo(*page_urls) if echo is None else echo
+            if not echo.issuperset(page_left):
+                return False
+        if probe_left:
+            probe_echo = _echo(*probe_urls) if probe_echo is None else probe_echo
+            if not probe_echo.issuperset(probe_left):
+                return False
+    return True
 
 
 def _short(page: Page) -> bool:
     return len(page.main_text or page.text) <= MAX_SOFT_404_CHARS
 
 
-def probe_urls(pages: Mapping[str, Page]) -> dict[str, str]:
-    """One made-up URL per origin of the short pages in ``pages`` (URL → page): origin → probe.
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
-    The path is a digest of the origin, so a recorded run asks for the same probe on replay."""
+
+def probe_url(origin: str) -> str:
+    """The made-up URL asked of ``origin``: a digest of the origin, so a recorded run asks for
+    the same probe on replay."""
+    digest = hashlib.sha256(origin.encode()).hexdigest()[:20]
+    return f"{origin}/citeguard-probe-{digest}"
+
+
+def probe_urls(pages: Mapping[str, Page]) -> dict[str, str]:
+    """One made-up URL per origin of the short pages in ``pages`` (URL → page): origin → probe."""
     out: dict[str, str] = {}
     for url, page in pages.items():
         if not _short(page) or soft_404_reason(page) is not None:
             continue
-        parts = urlsplit(url)
-        origin = f"{parts.scheme}://{parts.netloc}"
+        origin = _origin(url)
         if origin not in out:
-            digest = hashlib.sha256(origin.encode()).hexdigest()[:20]
-            out[origin] = f"{origin}/citeguard-probe-{digest}"
+            out[origin] = probe_url(origin)
     return out
 
 
 def same_as_probe(pages: Mapping[str, Page], probes: Mapping[str, Page]) -> dict[str, str]:
-    """The short pages of ``pages`` that are what their origin serves for a made-up path
-    (``probes``: origin → the probe's page, for probes answered with 200): URL → reason."""
+    """The short pages of ``pages`` that *are* what their origin serves for a made-up path
+    (``probes``: origin → the probe's page, for probes answered with 200): URL → reason. Alike
+    is not enough: templated pages of one host that differ in their facts are each their own."""
     out: dict[str, str] = {}
+    probe_chunks: dict[str, list[str]] = {}
     for url, page in pages.items():
-        parts = urlsplit(url)
-        probe = probes.get(f"{parts.scheme}://{parts.netloc}")
+        origin = _origin(url)
+        probe = probes.get(origin)
         if probe is None or not _short(page):
             continue
-        a = " ".join((page.main_text or page.text).split())[:_COMPARE_CHARS]
-        b = " ".join((probe.main_text or probe.text).split())[:_COMPARE_CHARS]
-        if a and fuzz.ratio(a, b) >= _SAME_PAGE:
+        if origin not in probe_chunks:
+            probe_chunks[origin] = _chunks((probe.main_text or probe.text)[:_COMPARE_CHARS])
+        page_chunks = _chunks(page.main_text or page.text)
+        asked = (probe_url(origin), probe.url)
+        if _is_probe_page(page_chunks, probe_chunks[origin], (url, page.url), asked):
             out[url] = (
                 "the page answers 200 with what its host serves for any made-up path "
-                "(a catch-all page, not the cited one)"
+                f"(the same text as {asked[0]}): a catch-all page, not the cited one"
             )
     return out
 
@@ -153,6 +251,7 @@ class CatchAllProbes:
 __all__ = [
     "MAX_SOFT_404_CHARS",
     "CatchAllProbes",
+    "probe_url",
     "probe_urls",
     "same_as_probe",
     "soft_404_reason",

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import pytest
 
-from citeguard.errors import SnapshotCorrupt, SnapshotMiss
+from citeguard.errors import CiteguardError, SnapshotCorrupt, SnapshotMiss
 from citeguard.models import (
     AxisResult,
     CitationStatus,
@@ -899,3 +899,66 @@ async def check_prune_reseals_and_refuses_damage(store: SnapshotStore, tamper: T
     tamper.overwrite("verdict", case.key, stored)
     assert await store.prune(keep=1) == 1
     assert (await store.verify()).ok
+
+
+def _same(got: Any, expected: Any) -> bool:
+    if isinstance(expected, FetchResult):
+        return (
+            isinstance(got, FetchResult)
+            and got.model_dump_json() == expected.model_dump_json()
+            and got.body == expected.body
+        )
+    return bool(got == expected)
+
+
+async def damage_outcome(
+    store: SnapshotStore,
+    probes: dict[str, Probe],
+    names: Callable[[str, str], set[str]] = lambda _layer, key: {key},
+) -> str:
+    """Check a store that may be damaged: verify always reports; every probe replays exactly
+    as written or is refused (``SnapshotEntryCorrupt`` naming it; ``SnapshotCorrupt`` only
+    where the store as a whole cannot be read), or is missing where verify reports the damage
+    that hid it; where verify lists no store-level problem, exactly the listed entries are
+    refused (``names``: what a report may call an entry, as Tamper.names). Returns what
+    happened, for a tally."""
+    report = await store.verify(raise_on_damage=False)
+    assert isinstance(report, VerifyReport)
+    assert report.entries == report.checked + len(report.unchecked) + sum(
+        1 for d in report.damaged if d.layer != "body"
+    )
+    if report.ok:
+        assert await store.verify() == report.bodies
+    else:
+        with pytest.raises(SnapshotDamaged):
+            await store.verify()
+    listed = {(d.layer, d.key) for d in report.damaged}
+
+    def is_listed(probe: Probe) -> bool:
+        return any((probe.layer, name) in listed for name in names(probe.layer, probe.key))
+
+    file_readable = not report.problems
+    for probe in probes.values():
+        try:
+            got = await probe.read(store)
+        except SnapshotEntryCorrupt as e:
+            assert not report.ok, f"{probe.layer} refused ({e}) but verify found nothing"
+            assert (e.layer, e.key) == (probe.layer, probe.key)
+            if file_readable:
+                assert is_listed(probe), (probe.layer, report.damaged)
+            continue
+        except SnapshotCorrupt as e:  # the store as a whole cannot be read
+            assert not report.ok and not file_readable, e
+            continue
+        except CiteguardError as e:
+            pytest.fail(f"{probe.layer}: {type(e).__name__} is not a reported damage: {e}")
+        if _same(got, probe.expected):
+            if file_readable:
+                assert not is_listed(probe), (probe.layer, report.damaged)
+            continue
+        # no value but the one written; a miss only where verify reports what hid it
+        assert got in (None, False), f"{probe.layer} replayed as {got!r:.200}"
+        assert not report.ok, f"{probe.layer} went missing and verify found nothing"
+    if report.ok:
+        return "intact"
+    return "entries damaged" if file_readable else "store damaged"

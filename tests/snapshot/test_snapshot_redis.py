@@ -11,11 +11,13 @@ import hashlib
 import io
 import json
 import os
+import random
 import shutil
 import socket
 import subprocess
 import threading
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -453,3 +455,71 @@ async def test_entries_moved_between_versions_layers_and_keys(
             await store.get_fetch("GET", url)
     client.hset(name, "2", good)
     assert (await store.verify()).ok
+
+
+def _flip_somewhere(client: redis.Redis, keys: list[bytes], rng: random.Random) -> None:
+    """One bit flipped in one stored value of the namespace: a string, a hash field's name or
+    value, or a set member."""
+    name = rng.choice(keys)
+    kind = client.type(name)
+    if kind == b"string":
+        value = client.get(name)
+        assert isinstance(value, bytes)
+        client.set(name, contract.flip(value, rng.randrange(len(value) * 8)))
+    elif kind == b"hash":
+        fields = client.hgetall(name)
+        field = rng.choice(sorted(fields))
+        if rng.random() < 0.5:
+            value = fields[field]
+            client.hset(name, field, contract.flip(value, rng.randrange(len(value) * 8)))
+        else:
+            client.hdel(name, field)
+            client.hset(name, contract.flip(field, rng.randrange(len(field) * 8)), fields[field])
+    elif kind == b"set":
+        members = sorted(client.smembers(name))
+        member = rng.choice(members)
+        client.srem(name, member)
+        client.sadd(name, contract.flip(member, rng.randrange(len(member) * 8)))
+
+
+def test_random_bit_flips_end_as_reported_damage_or_intact_replay(
+    redis_url: str, namespace: str
+) -> None:
+    """The SQLite file's fuzz test, for Redis: 1-4 bits flipped across the namespace's values
+    (entries, index members, version records, counters, bodies), fixed seeds."""
+
+    async def write() -> dict[str, contract.Probe]:
+        store = RedisSnapshotStore(redis_url, namespace=namespace)
+        try:
+            return await contract.write_probes(store)
+        finally:
+            await store.close()
+
+    async def outcome() -> str:
+        store = RedisSnapshotStore(redis_url, namespace=namespace)
+        try:
+            return await contract.damage_outcome(store, probes, tamper.names)
+        finally:
+            await store.close()
+
+    probes = asyncio.run(write())
+    tamper = RedisTamper(redis_url, namespace)
+    client = tamper.client
+    try:
+        keys = sorted(client.scan_iter(match=f"{namespace}:*"))
+        saved = {k: client.dump(k) for k in keys}
+        tally: Counter[str] = Counter()
+        for seed in range(120):
+            rng = random.Random(seed)
+            for _ in range(rng.randint(1, 4)):
+                _flip_somewhere(client, keys, rng)
+            try:
+                tally[asyncio.run(outcome())] += 1
+            except AssertionError as e:
+                raise AssertionError(f"seed {seed}: {e}") from e
+            client.delete(*client.scan_iter(match=f"{namespace}:*"))
+            for k, v in saved.items():
+                client.restore(k, 0, v)
+    finally:
+        tamper.close()
+    assert min(tally["entries damaged"], tally["store damaged"]) >= 5, tally

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from citeguard.policy import DEFAULT_MAX_HTML_ATTRIBUTES
-from citeguard.web import page as page_module
+from citeguard.web.page import dates as page_module
 from citeguard.web.page import extract_page
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
