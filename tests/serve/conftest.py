@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from servers import FakeUpstream, Loop, Pages, Service, test_policy
+from servers import FakeUpstream, Loop, Pages, Service, serve_policy
 
 from citeguard.serve import Settings
 
@@ -47,7 +47,7 @@ def upstream(upstream_server: FakeUpstream) -> FakeUpstream:
 
 def make_settings(upstream: FakeUpstream, **kw: object) -> Settings:
     values: dict[str, object] = {
-        "policy": test_policy(),
+        "policy": serve_policy(),
         "upstream": upstream.url,
         "api_keys": frozenset({KEY}),
         "upstream_read_timeout": 3.0,
@@ -70,7 +70,7 @@ def raising_service(upstream_server: FakeUpstream) -> Iterator[Service]:
     """on_fail="raise": a rejected answer is a 422 in the API's shape."""
     s = Service(
         make_settings(
-            upstream_server, policy=test_policy().replace(on_fail="raise", max_attempts=2)
+            upstream_server, policy=serve_policy().replace(on_fail="raise", max_attempts=2)
         )
     )
     yield s

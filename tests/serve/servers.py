@@ -37,7 +37,7 @@ OTHER_TEXT = (
 )
 
 
-def test_policy() -> Policy:
+def serve_policy() -> Policy:
     """Loopback pages allowed; the validity axis only (the pages are undated, one domain)."""
     return Policy.for_tests().replace(
         entailment={"backend": "word_overlap"},
@@ -78,6 +78,7 @@ class Pages:
         app = web.Application()
         app.router.add_get("/good", self._html("The Eiffel Tower", GOOD_TEXT))
         app.router.add_get("/other", self._html("The Great Wall", OTHER_TEXT))
+        app.router.add_get("/mirror", self._html("The Eiffel Tower (mirror)", GOOD_TEXT))
         app.router.add_get("/dead", lambda r: web.Response(status=404, text="not found"))
         self.runner = web.AppRunner(app)
         self.port = loop.run(self._start())
