@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -25,6 +24,7 @@ from aiohttp import web
 
 from citeguard.policy import Policy
 from citeguard.serve import Settings, create_app
+from citeguard.serve.main import listen
 
 GOOD_TEXT = (
     "The Eiffel Tower is 330 metres tall and stands on the Champ de Mars in Paris. "
@@ -468,7 +468,7 @@ class Service:
         self.loop = Loop()
         self.settings = settings
         self.app = create_app(settings)
-        sock = socket.create_server(("127.0.0.1", 0))
+        sock = listen("127.0.0.1", 0)
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self.app,
