@@ -30,7 +30,7 @@ from citeguard.policy import Policy
 from citeguard.serve.dialects import ANTHROPIC, CHAT, RESPONSES, Dialect
 from citeguard.serve.errors import ApiError, error_response, flavor_of
 from citeguard.serve.limits import KeyLimits, LimitExceeded
-from citeguard.serve.metrics import Metrics
+from citeguard.serve.metrics import Metrics, sample_loop_lag
 from citeguard.serve.overrides import bounded_policy
 from citeguard.serve.proxy import Record, guarded_call, guarded_stream, open_stream
 from citeguard.serve.settings import Settings, key_id
@@ -161,12 +161,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.ready.set()
 
         warming = asyncio.create_task(warm())
+        lag = asyncio.create_task(sample_loop_lag(metrics))
         try:
             yield
         finally:
             app.state.draining = True
             warming.cancel()
-            await asyncio.gather(warming, return_exceptions=True)
+            lag.cancel()
+            await asyncio.gather(warming, lag, return_exceptions=True)
             await app.state.guards.aclose()
             await guard.aclose()
             for up in (app.state.upstream, app.state.anthropic):

@@ -175,12 +175,7 @@ def serve_main(args: argparse.Namespace, *, env: Mapping[str, str] | None = None
     settings = settings_of(args, os.environ if env is None else env)
     settings.check_bind()
     _logging()
-    try:
-        sock = socket.create_server((settings.host, settings.port), reuse_port=False)
-    except OSError as e:
-        raise PolicyError(
-            f"cannot listen on {settings.host}:{settings.port}: {e.strerror}"
-        ) from None
+    sock = listen(settings.host, settings.port)
     host, port = sock.getsockname()[:2]
     config = uvicorn.Config(
         create_app(settings),

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from citeguard.models import Verdict
 
-__all__ = ["Metrics"]
+__all__ = ["Metrics", "sample_loop_lag"]
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+_LAG_BUCKETS = (
+    0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1,
+    0.25, 0.5, 1, 2.5, 5,
+)  # fmt: skip
+LAG_INTERVAL = 0.05
+
+
+async def sample_loop_lag(metrics: Metrics) -> None:
+    """Until cancelled: how late a 50 ms timer fires, into ``citeguard_event_loop_lag_seconds``
+    (a stalled loop delays every request it serves by as much)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        t = loop.time()
+        await asyncio.sleep(LAG_INTERVAL)
+        metrics.loop_lag.observe(max(0.0, loop.time() - t - LAG_INTERVAL))
 
 
 class Metrics:
@@ -46,6 +64,13 @@ class Metrics:
             "time spent waiting on the upstream per request",
             ["route"],
             buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+
+        self.loop_lag = Histogram(
+            "citeguard_event_loop_lag_seconds",
+            "how late the event loop ran a timer (sampled every 50 ms)",
+            buckets=_LAG_BUCKETS,
             registry=r,
         )
 
