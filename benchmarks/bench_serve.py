@@ -17,8 +17,9 @@ model's.
   load alone does to it); then 200 concurrent ``stream: true`` requests, each answer citing
   10 pages, through the proxy in hold mode: all complete with a verdict; the service loop's
   lag (its own ``citeguard_event_loop_lag_seconds`` histogram, a 50 ms timer's lateness,
-  read from /metrics before and after the round: p50/p99 as bucket upper bounds; target p99
-  <= 20 ms); the server's RSS; its open file descriptors after each round once they settle (no growth).
+  read from /metrics before and after the round: p50/p99 as bucket upper bounds; target
+  p99 <= 20 ms); the server's RSS; its open file descriptors after each round once they
+  settle (no growth).
 * ``check_rps``: /v1/check requests per second on cached pages, 16 clients for ~5 s.
 * ``ready``: ``citeguard serve`` (default policy: the local model) from exec to /readyz 200,
   with the model cache warm (target <= 3 s).
