@@ -30,7 +30,8 @@ class _Bucket:
 
 class KeyLimits:
     """``concurrency`` requests in flight per key; ``rate`` per second per key (a token bucket
-    holding up to ``2 * rate``; None: no rate limit). Over either: :class:`LimitExceeded`."""
+    holding up to ``max(1, 2 * rate)``; None: no rate limit). Over either:
+    :class:`LimitExceeded`."""
 
     def __init__(
         self, concurrency: int, rate: float | None, clock: Callable[[], float] = time.monotonic
@@ -39,6 +40,7 @@ class KeyLimits:
         self.rate = rate
         self._clock = clock
         self._keys: dict[str, _Bucket] = {}
+        self._burst = max(1.0, 2 * rate) if rate is not None else 0.0
 
     def acquire(self, key: str) -> None:
         now = self._clock()
@@ -46,11 +48,11 @@ class KeyLimits:
         if b is None:
             if len(self._keys) >= _MAX_KEYS:
                 self._keys = {k: v for k, v in self._keys.items() if v.in_flight}
-            b = self._keys[key] = _Bucket(tokens=2 * (self.rate or 0), at=now)
+            b = self._keys[key] = _Bucket(tokens=self._burst, at=now)
         if b.in_flight >= self.concurrency:
             raise LimitExceeded(f"at most {self.concurrency} requests in flight per key")
         if self.rate is not None:
-            b.tokens = min(2 * self.rate, b.tokens + (now - b.at) * self.rate)
+            b.tokens = min(self._burst, b.tokens + (now - b.at) * self.rate)
             b.at = now
             if b.tokens < 1:
                 raise LimitExceeded(

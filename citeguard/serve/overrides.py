@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from citeguard.errors import PolicyError
 from citeguard.policy import Policy
 
@@ -131,7 +133,7 @@ def bounded_policy(server: Policy, overrides: Mapping[str, Any] | None) -> Polic
         if not isinstance(key, str) or key not in type(server).model_fields:
             raise PolicyError(f"policy.{key} is not a policy field")
         current = getattr(server, key)
-        if isinstance(value, Mapping) and hasattr(current, "replace"):
+        if isinstance(value, Mapping) and isinstance(current, BaseModel):
             for sub, sub_value in value.items():
                 count += 1
                 if not isinstance(sub, str) or sub not in type(current).model_fields:
@@ -139,7 +141,7 @@ def bounded_policy(server: Policy, overrides: Mapping[str, Any] | None) -> Polic
                 _bound(f"{key}.{sub}", sub_value, getattr(current, sub))
         else:
             count += 1
-            if hasattr(current, "replace"):
+            if isinstance(current, BaseModel):
                 raise PolicyError(f"policy.{key} must be an object of {key} settings")
             _bound(key, value, current)
         if count > MAX_OVERRIDE_KEYS:

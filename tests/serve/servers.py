@@ -173,6 +173,7 @@ class FakeUpstream:
                 return resp
             if i == half and self.behaviour == "hang_mid":
                 await self._stop.wait()
+                return resp  # the client is long gone
             head = f"event: {name}\n" if name else ""
             payload = data if isinstance(data, str) else json.dumps(data)
             await resp.write(f"{head}data: {payload}\n\n".encode())
