@@ -17,6 +17,7 @@ that text until then. The event that ends the stream carries the verdict.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -241,6 +242,15 @@ class _Relay:
         return out
 
 
+_BOUNDARY = re.compile(r"""[.!?:;)\]>"'”’»]\s+$|\n\s*$""")
+_MAX_PENDING = 512
+
+
+def _at_boundary(text: str) -> bool:
+    """Whether ``text`` ends where a sentence or a bracketed URL may have ended."""
+    return len(text) >= _MAX_PENDING or _BOUNDARY.search(text[-8:]) is not None
+
+
 def _stream_error(dialect: Dialect, err: UpstreamError) -> bytes:
     message = str(err)
     if dialect.flavor == "anthropic":
@@ -272,11 +282,18 @@ async def guarded_stream(
     record.mode = mode
 
     async def chunks() -> AsyncIterator[str]:
+        pending = ""
         async for ev in stream:
             frame = relay.add(ev)
-            if frame.text:
-                yield frame.text
-            if dialect.is_last(ev.event, frame.data, ev.data):
+            pending += frame.text
+            # hold mode releases whole sentences: hand the guard text at the places a URL or
+            # a sentence can end, not every token (each chunk re-parses the answer so far: 72 ms
+            # of CPU per 10-citation answer fed token by token)
+            last = dialect.is_last(ev.event, frame.data, ev.data)
+            if pending and (last or mode == "annotate" or _at_boundary(pending)):
+                yield pending
+                pending = ""
+            if last:
                 return
 
     final: StreamVerdict | None = None

@@ -4,8 +4,8 @@
 * :class:`FakeUpstream`: an LLM API speaking OpenAI Chat Completions, OpenAI Responses and
   Anthropic Messages, as JSON or server-sent events, scripted per test: ``answers`` (one text per
   call, the last repeated), ``citations`` (citation objects instead of links in the text) and
-  ``behaviour`` (``"ok"``, ``"hang"``, ``"500"``, ``"broken_sse"``, ``"close_mid"``,
-  ``"hang_mid"``). Every request body it got is in ``requests``;
+  ``behaviour`` (``"ok"``, ``"slow"`` (2 s), ``"hang"``, ``"500"``, ``"broken_sse"``,
+  ``"close_mid"``, ``"hang_mid"``). Every request body it got is in ``requests``;
 * :class:`Service`: ``citeguard serve``'s app under uvicorn (in-process) on a free port.
 """
 
@@ -154,6 +154,8 @@ class FakeUpstream:
         self.headers.append(dict(request.headers))
         if self.behaviour == "hang":
             await self._stop.wait()
+        if self.behaviour == "slow":  # answers after a while: a request still in flight
+            await asyncio.sleep(2)
         if self.behaviour == "500":
             return web.json_response({"error": {"message": "boom"}}, status=500)
         return body  # type: ignore[no-any-return]

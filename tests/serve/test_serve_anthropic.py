@@ -33,6 +33,11 @@ def test_messages_with_a_true_quote_pass(
     message = raw.parse()
     assert message.content[0].text == TEXT  # type: ignore[union-attr]
     assert (message.model_extra or {})["citeguard"]["citations"][0]["status"] == "ok"
+    # the client's own upstream key, in x-upstream-api-key, goes upstream as Anthropic's header
+    client = _client(service).with_options(default_headers={"x-upstream-api-key": "sk-ant-1"})
+    client.messages.create(model="m", max_tokens=100, messages=QUESTION)  # type: ignore[arg-type]
+    assert upstream.headers[-1]["x-api-key"] == "sk-ant-1"
+    assert "Authorization" not in upstream.headers[-1]
 
 
 def test_messages_misquote_is_regenerated(

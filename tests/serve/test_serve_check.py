@@ -115,3 +115,9 @@ def test_bad_check_requests(service: Service) -> None:
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_request"
     r = httpx.post(f"{service.url}/v1/check", content=b"{nope", headers=AUTH)
     assert r.status_code == 400 and r.json()["error"]["code"] == "invalid_json"
+
+
+def test_openapi_describes_the_check_request(service: Service) -> None:
+    spec = httpx.get(f"{service.url}/openapi.json", headers=AUTH).json()
+    body = spec["paths"]["/v1/check"]["post"]["requestBody"]["content"]["application/json"]
+    assert "answer" in body["schema"]["properties"]

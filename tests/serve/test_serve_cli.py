@@ -3,13 +3,16 @@ its model is loaded, refusing to listen beyond loopback without keys, draining o
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 import pytest
@@ -17,7 +20,14 @@ from answers import good
 from servers import FakeUpstream, Pages, serve_policy
 
 
-def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+class Served(NamedTuple):
+    proc: subprocess.Popen[str]
+    url: str
+    log: list[str]  # stderr lines after "listening", read as they come (the pipe never fills)
+    reader: threading.Thread
+
+
+def _start(args: list[str], env: dict[str, str]) -> Served:
     proc = subprocess.Popen(
         [sys.executable, "-m", "citeguard", "serve", *args],
         env={**os.environ, **env},
@@ -29,7 +39,10 @@ def _start(args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str],
     for line in proc.stderr:
         event = json.loads(line) if line.startswith("{") else {}
         if event.get("event") == "listening":
-            return proc, event["url"]
+            log: list[str] = []
+            reader = threading.Thread(target=log.extend, args=(proc.stderr,), daemon=True)
+            reader.start()
+            return Served(proc, event["url"], log, reader)
     proc.wait(30)
     raise AssertionError(f"citeguard serve exited {proc.returncode} before listening")
 
@@ -42,9 +55,7 @@ def policy_file(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def served(
-    tmp_path: Path, policy_file: Path, upstream: FakeUpstream
-) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def served(tmp_path: Path, policy_file: Path, upstream: FakeUpstream) -> Iterator[Served]:
     keys = tmp_path / "keys"
     keys.write_text("# clients\nsk-file-key\n")
     env = {
@@ -53,13 +64,13 @@ def served(
         "CITEGUARD_API_KEYS": "sk-env-key",
         "CITEGUARD_UPSTREAM_API_KEY": "sk-upstream",
     }
-    proc, url = _start(["--port", "0", "--api-keys-file", str(keys)], env)
+    served = _start(["--port", "0", "--api-keys-file", str(keys)], env)
     try:
-        yield proc, url
+        yield served
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(30)
+        if served.proc.poll() is None:
+            served.proc.kill()
+            served.proc.wait(30)
 
 
 def _wait_ready(url: str) -> None:
@@ -68,10 +79,8 @@ def _wait_ready(url: str) -> None:
             pass
 
 
-def test_serve_process_end_to_end(
-    served: tuple[subprocess.Popen[str], str], upstream: FakeUpstream, pages: Pages
-) -> None:
-    proc, url = served
+def test_serve_process_end_to_end(served: Served, upstream: FakeUpstream, pages: Pages) -> None:
+    proc, url = served.proc, served.url
     _wait_ready(url)
     for key in ("sk-env-key", "sk-file-key"):
         r = httpx.post(
@@ -91,11 +100,27 @@ def test_serve_process_end_to_end(
     assert r.headers["x-citeguard-verdict"] == "passed"
     # the server's upstream key went upstream, not the client's citeguard key
     assert upstream.headers[-1]["Authorization"] == "Bearer sk-upstream"
-    proc.send_signal(signal.SIGTERM)
+    # SIGTERM while a request is in flight: it is answered before the process ends
+    upstream.script(good(pages))
+    upstream.behaviour = "slow"
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(
+            httpx.post,
+            f"{url}/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "q"}]},
+            headers={"authorization": "Bearer sk-env-key"},
+            timeout=60,
+        )
+        while not upstream.requests and not pending.done():
+            pass  # until the upstream holds the request
+        proc.send_signal(signal.SIGTERM)
+        drained = pending.result(60)
+    assert drained.status_code == 200
+    assert drained.headers["x-citeguard-verdict"] == "passed"
     # uvicorn shuts down gracefully, then re-raises the signal it caught
     assert proc.wait(60) in (0, -signal.SIGTERM)
-    assert proc.stderr is not None
-    lines = [json.loads(ln) for ln in proc.stderr.read().splitlines() if ln.startswith("{")]
+    served.reader.join(30)  # the log's last lines
+    lines = [json.loads(ln) for ln in served.log if ln.startswith("{")]
     assert any("Finished server process" in ln.get("message", "") for ln in lines)
     requests = [ln for ln in lines if ln.get("event") == "request"]
     chat = next(ln for ln in requests if ln["path"] == "/v1/chat/completions")
