@@ -22,6 +22,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from citeguard.errors import PolicyError
@@ -208,6 +209,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return error_response(
             flavor, ApiError(exc.status, exc.code, str(exc), type="upstream_error")
         )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        # unknown paths and methods: in the API's shape too, not FastAPI's {"detail": ...}
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        _record(request).error = code
+        err = ApiError(exc.status_code, code, str(exc.detail), headers=dict(exc.headers or {}))
+        return error_response(flavor_of(request.url.path), err)
 
     @app.exception_handler(PolicyError)
     async def _policy_error(request: Request, exc: PolicyError) -> Response:

@@ -46,6 +46,15 @@ def test_missing_and_wrong_keys(service: Service, pages: Pages) -> None:
     _still_serving(service, pages)
 
 
+def test_unknown_paths_and_methods(service: Service) -> None:
+    r = httpx.post(f"{service.url}/v1/embeddings", json={}, headers=AUTH)
+    _openai_error(r, 404, "not_found")
+    r = httpx.get(f"{service.url}/v1/chat/completions", headers=AUTH)
+    _openai_error(r, 405, "method_not_allowed")
+    r = httpx.get(f"{service.url}/v1/messages/nope", headers={"x-api-key": KEY})
+    assert r.status_code == 404 and r.json()["type"] == "error"
+
+
 def test_oversized_and_malformed_bodies(service: Service, pages: Pages) -> None:
     big = b'{"answer": "' + b"x" * (200 * 1024) + b'"}'
     r = httpx.post(f"{service.url}/v1/check", content=big, headers=AUTH)
