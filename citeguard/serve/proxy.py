@@ -177,6 +177,8 @@ class _Relay:
         return frame
 
     def _out(self, frame: _Frame, data: Any) -> bytes:
+        if data is frame.data and frame.raw:
+            return SseEvent(frame.event, frame.raw).encode()  # unchanged: as the upstream sent it
         if isinstance(data, str):
             return SseEvent(frame.event, data).encode()
         return sse(data, frame.event)
@@ -305,13 +307,12 @@ async def guarded_stream(
                 pass
             elif isinstance(event, StreamVerdict):
                 final = event
-            for chunk in relay.pump():
-                yield chunk
+            out = relay.pump()
+            if out:  # one write for the events that may go now
+                yield b"".join(out)
     except UpstreamError as e:
         record.error = e.code
-        for chunk in relay.pump():
-            yield chunk
-        yield _stream_error(dialect, e)
+        yield b"".join([*relay.pump(), _stream_error(dialect, e)])
         return
     finally:
         await stream.aclose()
@@ -339,5 +340,4 @@ async def guarded_stream(
         message="" if passed else "the answer failed the citation guard",
         extra={"mode": mode, "held_chars": max(held, 0)},
     )
-    for chunk in relay.finish({**shown, **{f"_{k}": v for k, v in meta.items()}}):
-        yield chunk
+    yield b"".join(relay.finish({**shown, **{f"_{k}": v for k, v in meta.items()}}))

@@ -84,12 +84,14 @@ class UpstreamStream:
         event: str | None = None
         data: list[str] = []
         size = 0
+        buffer = b""
         content = self._response.content
         while True:
+            # whatever has arrived, split into lines here: one await per network read, not per
+            # line; the session's sock_read timeout bounds each read
             try:
-                async with asyncio.timeout(self._read_timeout):
-                    raw = await content.readline()
-            except TimeoutError:
+                raw = await content.readany()
+            except aiohttp.ServerTimeoutError:
                 raise UpstreamError(
                     f"the upstream's stream was silent for {self._read_timeout:g}s",
                     status=504,
@@ -105,25 +107,32 @@ class UpstreamStream:
                 raise UpstreamError(
                     "the upstream closed the stream before it ended", code="upstream_closed"
                 )
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
-            if not line:
-                if data:
-                    yield SseEvent(event, "\n".join(data))
-                event, data, size = None, [], 0
-                continue
-            if line.startswith(":"):
-                continue
-            name, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if name == "event":
-                event = value
-            elif name == "data":
-                size += len(value)
-                if size > _MAX_EVENT_BYTES:
-                    raise UpstreamError(
-                        "the upstream sent an event over 1 MiB", code="upstream_bad_stream"
-                    )
-                data.append(value)
+            buffer += raw
+            *lines, buffer = buffer.split(b"\n")
+            if len(buffer) > _MAX_EVENT_BYTES:
+                raise UpstreamError(
+                    "the upstream sent a line over 1 MiB", code="upstream_bad_stream"
+                )
+            for raw_line in lines:
+                line = raw_line.decode("utf-8", "replace").rstrip("\r")
+                if not line:
+                    if data:
+                        yield SseEvent(event, "\n".join(data))
+                    event, data, size = None, [], 0
+                    continue
+                if line.startswith(":"):
+                    continue
+                name, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if name == "event":
+                    event = value
+                elif name == "data":
+                    size += len(value)
+                    if size > _MAX_EVENT_BYTES:
+                        raise UpstreamError(
+                            "the upstream sent an event over 1 MiB", code="upstream_bad_stream"
+                        )
+                    data.append(value)
 
     async def aclose(self) -> None:
         self._response.release()
