@@ -44,9 +44,9 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "serve"))
+sys.path.insert(0, str(ROOT / "tests"))
 
-from servers import FakeUpstream, Loop, Pages, serve_policy  # noqa: E402
+from serve.servers import FakeUpstream, Loop, Pages, serve_policy  # noqa: E402
 
 from citeguard import Guard  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from servers import Pages
+from serve.servers import Pages
 
 
 def good(pages: Pages) -> str:

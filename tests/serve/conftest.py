@@ -3,19 +3,11 @@ citeguard service (API key ``sk-citeguard``) in front of it. See servers.py."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from servers import FakeUpstream, Loop, Pages, Service, serve_policy
-
-from citeguard.serve import Settings
-
-KEY = "sk-citeguard"
+from serve.servers import FakeUpstream, Loop, Pages, Service, make_settings, serve_policy
 
 
 @pytest.fixture(scope="session")
@@ -43,19 +35,6 @@ def upstream_server(bg_loop: Loop) -> Iterator[FakeUpstream]:
 def upstream(upstream_server: FakeUpstream) -> FakeUpstream:
     upstream_server.script("Hello.")
     return upstream_server
-
-
-def make_settings(upstream: FakeUpstream, **kw: object) -> Settings:
-    values: dict[str, object] = {
-        "policy": serve_policy(),
-        "upstream": upstream.url,
-        "api_keys": frozenset({KEY}),
-        "upstream_read_timeout": 3.0,
-        "body_timeout": 2.0,
-        "max_body_bytes": 64 * 1024,
-    }
-    values.update(kw)
-    return Settings.model_validate(values)
 
 
 @pytest.fixture(scope="session")

@@ -48,6 +48,22 @@ def serve_policy() -> Policy:
     )
 
 
+KEY = "sk-citeguard"  # the test services' client key
+
+
+def make_settings(upstream: FakeUpstream, **kw: object) -> Settings:
+    values: dict[str, object] = {
+        "policy": serve_policy(),
+        "upstream": upstream.url,
+        "api_keys": frozenset({KEY}),
+        "upstream_read_timeout": 3.0,
+        "body_timeout": 2.0,
+        "max_body_bytes": 64 * 1024,
+    }
+    values.update(kw)
+    return Settings.model_validate(values)
+
+
 class Loop:
     """An event loop in a daemon thread; ``run(coro)`` runs a coroutine there and waits."""
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import anthropic
 import pytest
-from conftest import KEY
-from servers import GOOD_TEXT, FakeUpstream, Pages, Service
+
+from serve.servers import GOOD_TEXT, KEY, FakeUpstream, Pages, Service
 
 TEXT = "The Eiffel Tower is 330 metres tall."
 QUESTION = [{"role": "user", "content": "How tall is the Eiffel Tower?"}]

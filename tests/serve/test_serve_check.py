@@ -7,9 +7,9 @@ import json
 import subprocess
 
 import httpx
-from answers import dead, good, misquoted
-from conftest import KEY
-from servers import Pages, Service
+
+from serve.answers import dead, good, misquoted
+from serve.servers import KEY, FakeUpstream, Pages, Service
 
 AUTH = {"authorization": f"Bearer {KEY}"}
 
@@ -121,3 +121,26 @@ def test_openapi_describes_the_check_request(service: Service) -> None:
     spec = httpx.get(f"{service.url}/openapi.json", headers=AUTH).json()
     body = spec["paths"]["/v1/check"]["post"]["requestBody"]["content"]["application/json"]
     assert "answer" in body["schema"]["properties"]
+
+
+def test_curl_reads_a_guarded_stream(
+    service: Service, upstream_server: object, pages: Pages
+) -> None:
+
+    assert isinstance(upstream_server, FakeUpstream)
+    upstream_server.script(good(pages))
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "q"}]}
+    out = subprocess.run(
+        [
+            "curl", "-sSN", "-X", "POST", f"{service.url}/v1/chat/completions",
+            "-H", f"Authorization: Bearer {KEY}", "-H", "content-type: application/json",
+            "-d", json.dumps(body),
+        ],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    events = [ln[6:] for ln in out.stdout.splitlines() if ln.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    text = "".join(c["delta"].get("content") or "" for ch in chunks for c in ch["choices"])
+    assert text == good(pages)
+    assert chunks[-1]["citeguard"]["verdict"] == "passed"

@@ -16,8 +16,9 @@ from typing import NamedTuple
 
 import httpx
 import pytest
-from answers import good
-from servers import FakeUpstream, Pages, serve_policy
+
+from serve.answers import good
+from serve.servers import FakeUpstream, Pages, serve_policy
 
 
 class Served(NamedTuple):

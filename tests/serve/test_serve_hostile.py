@@ -9,9 +9,9 @@ import socket
 import httpx
 import openai
 import pytest
-from answers import good
-from conftest import KEY
-from servers import FakeUpstream, Pages, Service
+
+from serve.answers import good
+from serve.servers import KEY, FakeUpstream, Pages, Service
 
 AUTH = {"authorization": f"Bearer {KEY}"}
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "How tall?"}]}
@@ -161,3 +161,24 @@ def test_metrics_count_requests_and_verdicts(service: Service, pages: Pages) -> 
     assert 'citeguard_verdicts_total{route="/v1/check",verdict="passed"}' in text
     assert 'citeguard_citations_total{status="ok"}' in text
     assert "citeguard_added_latency_seconds_bucket" in text
+
+
+def test_broken_anthropic_stream_is_an_anthropic_error(
+    service: Service, upstream: FakeUpstream, pages: Pages
+) -> None:
+    import anthropic
+
+    upstream.script("The Eiffel Tower is 330 metres tall. It stands in Paris.")
+    upstream.behaviour = "close_mid"
+    client = anthropic.Anthropic(base_url=service.url, api_key=KEY, max_retries=0, timeout=60)
+    with pytest.raises(anthropic.APIStatusError) as e:
+        for _ in client.messages.create(
+            model="m",
+            max_tokens=10,
+            messages=CHAT["messages"],
+            stream=True,  # type: ignore[arg-type]
+        ):
+            pass
+    assert "upstream" in str(e.value)
+    upstream.behaviour = "ok"
+    _still_serving(service, pages)

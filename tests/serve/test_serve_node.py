@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from answers import dead, good
-from conftest import KEY
-from servers import FakeUpstream, Pages, Service
+
+from serve.answers import dead, good
+from serve.servers import KEY, FakeUpstream, Pages, Service
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import openai
 import pytest
-from answers import dead, good, misquoted
-from conftest import KEY
-from servers import FakeUpstream, Pages, Service
+
+from serve.answers import dead, good, misquoted
+from serve.servers import KEY, FakeUpstream, Pages, Service
 
 
 def _client(service: Service) -> openai.OpenAI:

@@ -10,11 +10,10 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
-from answers import dead, good
-from conftest import KEY, make_settings
-from servers import FakeUpstream, Pages, Service, serve_policy
 
 from citeguard.serve.limits import KeyLimits, LimitExceeded
+from serve.answers import dead, good
+from serve.servers import KEY, FakeUpstream, Pages, Service, make_settings, serve_policy
 
 AUTH = {"authorization": f"Bearer {KEY}"}
 MESSAGES = [{"role": "user", "content": "How tall is the Eiffel Tower?"}]
@@ -162,7 +161,15 @@ def test_one_log_line_per_request(service: Service, upstream: FakeUpstream, page
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
-    [line] = [ln for ln in lines if ln.get("event") == "request"]
-    assert line["status"] == 200 and line["verdict"] == "passed" and line["attempts"] == 2
-    assert line["citations"] == {"ok": 1}
-    assert KEY not in json.dumps(line) and "Eiffel" not in json.dumps(line)
+    # other services of the session log through the same logger: find this request's line
+    requests = [ln for ln in lines if ln.get("event") == "request"]
+    mine = [
+        ln for ln in requests if ln["path"] == "/v1/chat/completions" and ln.get("attempts") == 2
+    ]
+    assert mine, requests
+    line = mine[0]
+    assert line["status"] == 200 and line["verdict"] == "passed"
+    assert line["citations"] == {"ok": 1} and line["axes"]["validity"] is True
+    assert "upstream_ms" in line and isinstance(line["ms"], float)
+    for ln in requests:
+        assert KEY not in json.dumps(ln) and "Eiffel" not in json.dumps(ln)
