@@ -288,9 +288,9 @@ async def guarded_stream(
         async for ev in stream:
             frame = relay.add(ev)
             pending += frame.text
-            # hold mode releases whole sentences: hand the guard text at the places a URL or
-            # a sentence can end, not every token (each chunk re-parses the answer so far: 72 ms
-            # of CPU per 10-citation answer fed token by token)
+            # hold mode releases whole sentences: hand the guard text where a URL or a sentence
+            # can end rather than every token (each chunk re-parses the answer so far; measured
+            # on a 10-citation answer: 11.3 ms of loop CPU by tokens, 10.3 by sentences)
             last = dialect.is_last(ev.event, frame.data, ev.data)
             if pending and (last or mode == "annotate" or _at_boundary(pending)):
                 yield pending
