@@ -178,6 +178,15 @@ def _parser() -> argparse.ArgumentParser:
         help="failing answers the report keeps in full (default: 10)",
     )
 
+    sv = sub.add_parser(
+        "serve",
+        help="the guard as an HTTP service: check API, guarded OpenAI/Anthropic proxy "
+        "(extra: serve)",
+    )
+    from citeguard.serve.main import add_arguments
+
+    add_arguments(sv)
+
     rs = sub.add_parser(
         "rescore",
         help="re-run the gate over logged cases with a policy: new cases and what moved",
@@ -271,6 +280,10 @@ def _main(argv: Sequence[str] | None, *, out: TextIO | None) -> int:
             return _report(args, out)
         if args.cmd == "rescore":
             return _rescore(args, out)
+        if args.cmd == "serve":
+            from citeguard.serve.main import serve_main
+
+            return serve_main(args)
     except CiteguardError as e:
         print(f"citeguard: error: {_one_line(e)}", file=sys.stderr)
         return EXIT_USAGE

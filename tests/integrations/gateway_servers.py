@@ -267,28 +267,15 @@ def policy_json(**extra: Any) -> str:
 
 @contextmanager
 def gateway_app(policy: str | None = None) -> Iterator[str]:
-    """A FastAPI app with citeguard's gateway router and one Guard on ``app.state.guard``,
-    served by uvicorn on 127.0.0.1:<free port> in a thread; yields its base URL."""
+    """``citeguard serve``'s app (``create_app``: the gateway router on its one Guard), served by
+    uvicorn on 127.0.0.1:<free port> in a thread; yields its base URL."""
     import uvicorn
-    from fastapi import FastAPI
 
-    from citeguard import Guard, Policy
-    from citeguard.serve.gateway_routes import router
+    from citeguard import Policy
+    from citeguard.serve import Settings, create_app
 
-    holder: dict[str, Any] = {}
-
-    async def lifespan(app: FastAPI) -> Any:
-        guard = Guard(Policy.model_validate_json(policy or policy_json()))
-        await guard.warm_up()
-        app.state.guard = guard
-        holder["guard"] = guard
-        try:
-            yield
-        finally:
-            await guard.aclose()
-
-    app = FastAPI(lifespan=lifespan)
-    app.include_router(router)
+    settings = Settings(policy=Policy.model_validate_json(policy or policy_json()), port=0)
+    app = create_app(settings)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
@@ -296,6 +283,7 @@ def gateway_app(policy: str | None = None) -> Iterator[str]:
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     _wait(lambda: server.started, "uvicorn did not start")
+    _wait(lambda: app.state.ready.is_set(), "citeguard serve did not get ready")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

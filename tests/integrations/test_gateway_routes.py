@@ -124,9 +124,9 @@ def test_litellm_api_leaves_requests_alone(http: httpx.Client, servers: Servers)
 
 def test_litellm_api_bad_requests_get_clear_errors(http: httpx.Client) -> None:
     r = http.post(LITELLM_PATH, json={"texts": ["x"]})  # no input_type
-    assert r.status_code == 422 and r.json()["detail"][0]["loc"][-1] == "input_type"
+    assert r.status_code == 422 and "input_type" in r.json()["error"]["message"]
     r = http.post(LITELLM_PATH, json=_litellm(["x"], on_fail="explode"))
-    assert r.status_code == 422 and "on_fail must be one of" in r.json()["detail"]
+    assert r.status_code == 422 and "on_fail must be one of" in r.json()["error"]["message"]
     r = http.post(LITELLM_PATH, json=_litellm(["x"] * 65))
     assert r.status_code == 422
 

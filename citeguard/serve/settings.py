@@ -1,0 +1,121 @@
+"""The service's settings: one frozen model, read from flags, ``CITEGUARD_*`` variables and files.
+
+Precedence: a command-line flag, then its environment variable, then the default. Secrets (the
+clients' API keys, the upstream's key) come from the environment or from a file
+(``--api-keys-file``, ``CITEGUARD_UPSTREAM_API_KEY_FILE``), never from a flag value, so they
+stay out of ``ps`` and shell history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from citeguard.errors import PolicyError
+from citeguard.policy import Policy
+
+__all__ = ["ENV_PREFIX", "Settings", "key_id", "load_policy", "read_secret_lines"]
+
+ENV_PREFIX = "CITEGUARD_"
+DEFAULT_PORT = 8787
+DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
+
+
+class Settings(BaseModel):
+    """Everything ``citeguard serve`` is configured by (see docs/serve.md, Configuration)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+    policy: Policy = Field(default_factory=Policy)
+    # an OpenAI- or Anthropic-compatible API root, e.g. https://api.openai.com (the /v1/... path
+    # of each route is appended); None: the proxy routes answer 503, /v1/check still works
+    upstream: str | None = None
+    # a different root for /v1/messages (Anthropic); None: upstream
+    anthropic_upstream: str | None = None
+    # the key sent upstream when the client sends none of its own (None: the client's is used)
+    upstream_api_key: SecretStr | None = None
+    upstream_connect_timeout: float = Field(10.0, gt=0)
+    # the longest silence between two bytes of the upstream's answer
+    upstream_read_timeout: float = Field(120.0, gt=0)
+    upstream_max_bytes: int = Field(16 * 1024 * 1024, gt=0)
+    # clients' bearer keys; empty: no authentication, and the server binds to loopback only
+    # unless allow_unauthenticated is set
+    api_keys: frozenset[SecretStr] = frozenset()
+    allow_unauthenticated: bool = False
+    max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
+    body_timeout: float = Field(30.0, gt=0)  # seconds a client may take to send its body
+    per_key_concurrency: int = Field(32, gt=0)
+    per_key_rate: float | None = Field(None, gt=0)  # requests per second per key (burst: 2x)
+    # snapshot store: an SQLite path, a redis:// URL, or None (no store)
+    store: str | None = None
+    # a Redis URL the per-host fetch limits are shared through (and the store, when no store
+    # is given)
+    redis: str | None = None
+    stream_mode: Literal["hold", "annotate"] = "hold"
+    log_answers: bool = False
+    drain_seconds: float = Field(30.0, ge=0)
+    # how long a request waits for the model to load before it is refused (503)
+    ready_timeout: float = Field(60.0, gt=0)
+
+    @property
+    def authenticated(self) -> bool:
+        return bool(self.api_keys)
+
+    def check_bind(self) -> None:
+        """Refuse to listen beyond loopback without keys unless told to."""
+        if self.api_keys or self.allow_unauthenticated:
+            return
+        if self.host not in ("127.0.0.1", "::1", "localhost"):
+            raise PolicyError(
+                f"no API key is configured, so citeguard serve binds to 127.0.0.1 only (asked "
+                f"for {self.host}): set CITEGUARD_API_KEYS / --api-keys-file, or pass "
+                "--allow-unauthenticated"
+            )
+
+
+def key_id(key: str) -> str:
+    """A short, non-reversible name for a key (logs, metrics and limits never hold the key)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def read_secret_lines(path: str | os.PathLike[str]) -> list[str]:
+    """Non-empty, non-comment lines of a secrets file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise PolicyError(f"cannot read {path}: {e.strerror or e}") from None
+    return [
+        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+    ]
+
+
+def load_policy(path: str | os.PathLike[str]) -> Policy:
+    """A Policy from a JSON file (keys left out keep their defaults)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise PolicyError(f"cannot read the policy {path}: {e.strerror or e}") from None
+    except ValueError as e:
+        raise PolicyError(f"the policy {path} is not JSON: {e}") from None
+    if not isinstance(data, Mapping):
+        raise PolicyError(f"the policy {path} must be a JSON object")
+    return Policy.model_validate(data)
+
+
+def settings_from(values: Mapping[str, object]) -> Settings:
+    """Settings from a mapping, pydantic's errors as one PolicyError."""
+    try:
+        return Settings.model_validate(dict(values))
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()
+        )
+        raise PolicyError(f"bad citeguard serve settings: {problems}", e.errors()) from None

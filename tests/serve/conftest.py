@@ -1,0 +1,56 @@
+"""Session servers for the service tests: the cited pages, the scripted upstream, and one
+citeguard service (API key ``sk-citeguard``) in front of it. See servers.py."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from serve.servers import FakeUpstream, Loop, Pages, Service, make_settings, serve_policy
+
+
+@pytest.fixture(scope="session")
+def bg_loop() -> Iterator[Loop]:
+    loop = Loop()
+    yield loop
+    loop.stop()
+
+
+@pytest.fixture(scope="session")
+def pages(bg_loop: Loop) -> Iterator[Pages]:
+    p = Pages(bg_loop)
+    yield p
+    p.close()
+
+
+@pytest.fixture(scope="session")
+def upstream_server(bg_loop: Loop) -> Iterator[FakeUpstream]:
+    u = FakeUpstream(bg_loop)
+    yield u
+    u.close()
+
+
+@pytest.fixture
+def upstream(upstream_server: FakeUpstream) -> FakeUpstream:
+    upstream_server.script("Hello.")
+    return upstream_server
+
+
+@pytest.fixture(scope="session")
+def service(upstream_server: FakeUpstream) -> Iterator[Service]:
+    s = Service(make_settings(upstream_server))
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def raising_service(upstream_server: FakeUpstream) -> Iterator[Service]:
+    """on_fail="raise": a rejected answer is a 422 in the API's shape."""
+    s = Service(
+        make_settings(
+            upstream_server, policy=serve_policy().replace(on_fail="raise", max_attempts=2)
+        )
+    )
+    yield s
+    s.close()

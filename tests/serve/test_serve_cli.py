@@ -1,0 +1,144 @@
+"""The real ``citeguard serve`` process: configured by flags, environment and files, ready once
+its model is loaded, refusing to listen beyond loopback without keys, draining on SIGTERM."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import httpx
+import pytest
+
+from serve.answers import good
+from serve.servers import FakeUpstream, Pages, serve_policy
+
+
+class Served(NamedTuple):
+    proc: subprocess.Popen[str]
+    url: str
+    log: list[str]  # stderr lines after "listening", read as they come (the pipe never fills)
+    reader: threading.Thread
+
+
+def _start(args: list[str], env: dict[str, str]) -> Served:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "citeguard", "serve", *args],
+        env={**os.environ, **env},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        event = json.loads(line) if line.startswith("{") else {}
+        if event.get("event") == "listening":
+            log: list[str] = []
+            reader = threading.Thread(target=log.extend, args=(proc.stderr,), daemon=True)
+            reader.start()
+            return Served(proc, event["url"], log, reader)
+    proc.wait(30)
+    raise AssertionError(f"citeguard serve exited {proc.returncode} before listening")
+
+
+@pytest.fixture
+def policy_file(tmp_path: Path) -> Path:
+    path = tmp_path / "policy.json"
+    path.write_text(serve_policy().model_dump_json())
+    return path
+
+
+@pytest.fixture
+def served(tmp_path: Path, policy_file: Path, upstream: FakeUpstream) -> Iterator[Served]:
+    keys = tmp_path / "keys"
+    keys.write_text("# clients\nsk-file-key\n")
+    env = {
+        "CITEGUARD_POLICY": str(policy_file),
+        "CITEGUARD_UPSTREAM": upstream.url,
+        "CITEGUARD_API_KEYS": "sk-env-key",
+        "CITEGUARD_UPSTREAM_API_KEY": "sk-upstream",
+    }
+    served = _start(["--port", "0", "--api-keys-file", str(keys)], env)
+    try:
+        yield served
+    finally:
+        if served.proc.poll() is None:
+            served.proc.kill()
+            served.proc.wait(30)
+
+
+def _wait_ready(url: str) -> None:
+    with httpx.Client(timeout=60) as client:
+        while client.get(f"{url}/readyz").status_code != 200:
+            pass
+
+
+def test_serve_process_end_to_end(served: Served, upstream: FakeUpstream, pages: Pages) -> None:
+    proc, url = served.proc, served.url
+    _wait_ready(url)
+    for key in ("sk-env-key", "sk-file-key"):
+        r = httpx.post(
+            f"{url}/v1/check",
+            json={"answer": good(pages)},
+            headers={"authorization": f"Bearer {key}"},
+            timeout=60,
+        )
+        assert r.json()["passed"] is True
+    upstream.script(good(pages))
+    r = httpx.post(
+        f"{url}/v1/chat/completions",
+        json={"model": "m", "messages": [{"role": "user", "content": "q"}]},
+        headers={"authorization": "Bearer sk-env-key"},
+        timeout=60,
+    )
+    assert r.headers["x-citeguard-verdict"] == "passed"
+    # the server's upstream key went upstream, not the client's citeguard key
+    assert upstream.headers[-1]["Authorization"] == "Bearer sk-upstream"
+    # SIGTERM while a request is in flight: it is answered before the process ends
+    upstream.script(good(pages))
+    upstream.behaviour = "slow"
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(
+            httpx.post,
+            f"{url}/v1/chat/completions",
+            json={"model": "m", "messages": [{"role": "user", "content": "q"}]},
+            headers={"authorization": "Bearer sk-env-key"},
+            timeout=60,
+        )
+        while not upstream.requests and not pending.done():
+            pass  # until the upstream holds the request
+        proc.send_signal(signal.SIGTERM)
+        drained = pending.result(60)
+    assert drained.status_code == 200
+    assert drained.headers["x-citeguard-verdict"] == "passed"
+    # uvicorn shuts down gracefully, then re-raises the signal it caught
+    assert proc.wait(60) in (0, -signal.SIGTERM)
+    served.reader.join(30)  # the log's last lines
+    lines = [json.loads(ln) for ln in served.log if ln.startswith("{")]
+    assert any("Finished server process" in ln.get("message", "") for ln in lines)
+    requests = [ln for ln in lines if ln.get("event") == "request"]
+    chat = next(ln for ln in requests if ln["path"] == "/v1/chat/completions")
+    assert chat["verdict"] == "passed" and chat["axes"]["validity"] is True
+    assert "upstream_ms" in chat and chat["key"] != "-"
+    assert not any("sk-env-key" in json.dumps(ln) for ln in lines)  # no key in the log
+    assert not any(good(pages) in json.dumps(ln) for ln in lines)  # no answer text either
+
+
+def test_no_key_binds_loopback_only(policy_file: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "citeguard", "serve", "--host", "0.0.0.0", "--port", "0"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("CITEGUARD_")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "binds to 127.0.0.1 only" in out.stderr
+    assert "Traceback" not in out.stderr
