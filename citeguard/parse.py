@@ -391,7 +391,8 @@ def parse_answer(
             Finding(
                 code="invalid_input",
                 message=(
-                    "answer must be text or a list of {claim, url, quote} items, "
+                    "answer must be text, a list of {claim, url, quote} items or a provider "
+                    "response (or its item, choice, message or content part), "
                     f"not {type(text).__name__}"
                 ),
                 axis=_AXIS,
@@ -1928,9 +1929,11 @@ def _parse_provider(
 ) -> Answer:
     """A provider response: its text parsed with its citation objects, its searches kept."""
     parsed = _parse_text(answer.text, allowed_schemes, _Source.of(answer, references))
+    # a chat message read alone lacks its completion's sources, unless they were passed
+    notes = [f for f in answer.findings if references is None or f.code != "sources_not_in_part"]
     return parsed.model_copy(
         update={
-            "findings": [*parsed.findings, *answer.findings],
+            "findings": [*parsed.findings, *notes],
             "searches": list(answer.searches),
         }
     )
