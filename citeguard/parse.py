@@ -54,9 +54,13 @@ Decisions worth knowing
   CommonMark backslash escapes are undone, in link destinations and bare URLs alike
   (``[Mercury](https://en.wikipedia.org/wiki/Mercury_\\(planet\\))`` cites ``…/Mercury_(planet)``,
   not ``…/Mercury_%5C(planet%5C)``); destinations also have their HTML entities decoded.
-* ``<br>`` / ``<br/>`` / ``<br />`` is a line break (chat UIs join a ``Sources:`` list with it), so
-  ``Sources:<br>[1] url<br>[2] url`` is a reference list; not inside a table row or inline code.
-  ``Sources: [1] url`` (heading and first entry on one line) starts the list too.
+* ``<br>`` / ``<br/>`` / ``<br />`` (and U+2028) is a line break (chat UIs join a ``Sources:``
+  list with it), so ``Sources:<br>[1] url<br>[2] url`` is a reference list; not inside a table
+  cell (a row's line before its closing ``|``: a tag right after that ``|`` ends the row, as
+  when a whole answer, table and all, was joined with ``<br>``) or inline code. ``&nbsp;`` is a
+  space. ``Sources: [1] url`` (heading and first entry on one line) starts the list too. Inside
+  a ``Sources:`` block an entry's URL may stand alone on the line under its title (``[1]
+  Title<br>https://…``).
 * Claims are sentences inside paragraphs and list items (a list item is always a hard boundary).
   A marker right after the sentence's final punctuation (``"… rose 3%. [2]"``, ``"…3%.[2]"``,
   ``"… rose 3%. (https://…)"``) belongs to that sentence. A span holding only markers (e.g.
@@ -74,7 +78,9 @@ Decisions worth knowing
   indexing ``x[1]``, ``my_list[2]``, ``df.iloc[1]``, ``a[0][1]``, ``m[i][j]`` (but ``grew[2]``,
   ``U.S.[1]``, ``COVID-19[1]`` stay markers); call arguments and nested lists ``np.array([1, 2])``,
   ``[[1, 2], [3, 4]]``; values ``x = [1, 2]``, ``"k": [1]``, ``[3, 1].sort()``; bracketed ions
-  ``[EMIM][TfO]``. Silently: no citation, no finding. A bracket of several numbers not all of
+  ``[EMIM][TfO]``; CSS attribute selectors ``[role="dialog"][open]``, ``[data-a][data-b]`` (a
+  bracket with an attribute value, or an ``aria-``/``data-`` name). Silently: no citation, no
+  finding. A bracket of several numbers not all of
   which are listed references is data too, with an info ``bracket_data_assumed`` finding, when
   its numbers are not ascending (``[3, 1, 2]``), it follows a word that introduces values (``the
   list [1, 2, 3]``, ``returns [1, 4, 9]``) or, none of them listed, prose goes on right after it
@@ -106,13 +112,16 @@ Decisions worth knowing
   as many quotes as citations they are paired in order; otherwise each citation gets the nearest
   quote that ends before it, or the claim's first quote when none does.
 * Markers, footnotes and shortcut references inside code spans / fenced blocks are ignored
-  (``a[1]`` in code is not a citation); links and bare URLs there still count.
+  (``a[1]`` in code is not a citation); links and bare URLs there still count. A code span is
+  a backtick run closed by the next run of the same length (````` ``a`b`` `````); a fence may
+  be indented (a code block inside a list item).
 * ``[0]`` and ranges longer than :data:`MAX_MARKER_RANGE` are not treated as citations of every
   number in them (``[0, 1]`` is an interval; ``[1-900]`` becomes a ``malformed_marker`` finding).
 * Images ``![alt](url)`` and fragment-only links ``[t](#x)`` are not citations.
 * Bare URLs (in prose and in reference lists) end as GitHub's autolinks do: trailing
   ``?!.,:*_~`` (and ``;`` and ``'``) are prose, so is a trailing entity such as ``&amp;``, a
-  ``)`` or ``]`` is kept only while brackets balance (``…/Foo_(bar)``), and quote marks end a URL.
+  ``)`` or ``]`` is kept only while brackets balance (``…/Foo_(bar)``), a ``'`` only when it
+  closes a pair of single quotes in the URL (``…/The_'Quoted'``), and quote marks end a URL.
   Inside ``<…>`` nothing is trimmed. A bare URL that is glued to CJK text on its left ends at the
   first CJK character; one that stands apart keeps CJK path characters (an IRI such as
   ``https://zh.wikipedia.org/wiki/北京``).
@@ -229,8 +238,9 @@ _HREF = re.compile(r"\bhref\s*=\s*(?:\"([^\"]*)\"|'([^']*)'|([^\s\"'>]+))", re.I
 _TAG = re.compile(r"<[^<>]*>")
 
 _NONEMPTY_LINE = re.compile(r"[^\n]+")
-_INLINE_CODE = re.compile(r"(?<!`)`[^`\n]+`(?!`)")
-_FENCE = re.compile(r"[ \t]{0,3}(`{3,}|~{3,})")
+_BACKTICKS = re.compile(r"`+|\n")
+# a fence may be indented (a code block inside a list item)
+_FENCE = re.compile(r"[ \t]*+(`{3,}|~{3,})")
 
 # Reference list lines.
 _FOOTNOTE_DEF = re.compile(r"[ \t]{0,3}\[\^([^\]\s]{1,100})\]:[ \t]*(.*)")
@@ -495,7 +505,7 @@ def _parse_text(
 ) -> Answer:
     # ``work`` is ``text`` with its <br> line breaks made newlines (same length, same offsets):
     # layout, markers and claims are read from ``work``; markers and claims are cut from ``text``.
-    work = _br_to_newlines(text)
+    work = _html_breaks(text)
     lines = _split_lines(work)
     layout = _scan_layout(work, lines)
     if source is not None:
@@ -550,38 +560,92 @@ def _parse_text(
     )
 
 
-_BR = re.compile(r"</?br\b[^<>\n]{0,20}>", re.IGNORECASE)
-_TABLE_ROW = re.compile(r"[ \t]*\|")
+_BREAK = re.compile(
+    r"</?br\b[^<>\n]{0,20}>|&(?:nbsp|#160|#[xX][aA]0);|[\u2028\u2029]", re.IGNORECASE
+)
+_TABLE_ROW = re.compile(r"[ \t]*+\|")
 
 
-def _br_to_newlines(text: str) -> str:
-    """``<br>`` / ``<br/>`` as a line break (how chat UIs join a sources list): each tag becomes
-    spaces ending in a newline, so every offset into ``text`` stays valid. A tag right before a
-    real line break becomes spaces only (no blank line appears); inside a table row (where it
-    breaks a cell's line) or inline code it is left as it is."""
-    matches = list(_BR.finditer(text))
+def _html_breaks(text: str) -> str:
+    """``<br>`` / ``<br/>`` (and the line separator U+2028) as a line break, as chat UIs join a
+    sources list, and ``&nbsp;`` as spaces: each becomes spaces (ending in a newline for a
+    break), so every offset into ``text`` stays valid. A break right before a real line break
+    becomes spaces only (no blank line appears). Left as they are: a tag inside inline code, and
+    one inside a table cell (a row's line that has not reached its closing ``|``); a tag right
+    after a row's closing ``|`` ends the row, as when a whole answer, table and all, was joined
+    with ``<br>``."""
+    matches = list(_BREAK.finditer(text))
     if not matches:
         return text
-    code = [m.span() for m in _INLINE_CODE.finditer(text)]
+    code = _inline_code(text)
     code_starts = [s for s, _ in code]
     pieces: list[str] = []
     pos = 0
     scanned = 0  # newlines are searched for once each: linear however many tags a line has
-    in_table = bool(_TABLE_ROW.match(text))
+    line = 0  # where the current line starts (a real newline or a break made here)
+    row = bool(_TABLE_ROW.match(text))
     for m in matches:
         s, e = m.span()
         nl = text.rfind("\n", scanned, s)
         scanned = e
-        if nl >= 0:
-            in_table = bool(_TABLE_ROW.match(text, nl + 1))
-        if in_table or _in_spans(s, code_starts, code):
+        if nl >= 0 and nl + 1 > line:
+            line = nl + 1
+            row = bool(_TABLE_ROW.match(text, line))
+        if _in_spans(s, code_starts, code):
             continue
         pieces.append(text[pos:s])
+        pos = e
+        if text[s] == "&":
+            pieces.append(" " * (e - s))
+            continue
+        if row and not _row_closed(text, line, s):
+            pieces.append(text[s:e])  # a line break inside a table cell
+            continue
         line_break = e < len(text) and text[e] not in "\r\n"
         pieces.append(" " * (e - s - 1) + "\n" if line_break else " " * (e - s))
-        pos = e
+        line = e
+        row = bool(_TABLE_ROW.match(text, e))
     pieces.append(text[pos:])
     return "".join(pieces)
+
+
+def _row_closed(text: str, line: int, pos: int) -> bool:
+    """Whether the table row that starts at ``line`` has reached its closing ``|`` right before
+    ``pos`` (spaces aside; a bounded look back)."""
+    p = pos
+    while p > line and pos - p < _LOOKBACK and text[p - 1] in " \t":
+        p -= 1
+    return p > line and text[p - 1] == "|"
+
+
+def _inline_code(text: str) -> list[tuple[int, int]]:
+    """Inline code spans, as CommonMark reads them: a run of backticks opens a span that the
+    next run of the same length on the same line closes (```` ``a`b`` ````); a run with no
+    such partner is literal. Linear: each run's partner is found in one right-to-left pass."""
+    runs: list[tuple[int, int]] = []  # (start, length); a newline is (start, 0)
+    for m in _BACKTICKS.finditer(text):
+        runs.append((m.start(), 0 if m.group() == "\n" else m.end() - m.start()))
+    if not runs:
+        return []
+    partner = [-1] * len(runs)
+    after: dict[int, int] = {}  # run length -> index of the next run of that length
+    for k in range(len(runs) - 1, -1, -1):
+        length = runs[k][1]
+        if length == 0:
+            after.clear()  # a span never crosses a line
+            continue
+        partner[k] = after.get(length, -1)
+        after[length] = k
+    spans: list[tuple[int, int]] = []
+    k = 0
+    while k < len(runs):
+        j = partner[k]
+        if j < 0:
+            k += 1
+            continue
+        spans.append((runs[k][0], runs[j][0] + runs[j][1]))
+        k = j + 1
+    return spans
 
 
 def _split_lines(text: str) -> list[_Line]:
@@ -645,6 +709,7 @@ def _trim_url(url: str) -> str:
     """
     opens = url.count("(")
     closes = url.count(")")
+    quotes = url.count("'")
     sq_opens = url.count("[")
     sq_closes = url.count("]")
     end = len(url)
@@ -653,7 +718,10 @@ def _trim_url(url: str) -> str:
         if ch == ";":
             amp = url.rfind("&", max(0, end - 34), end - 1)
             end = amp if amp >= 0 and url[amp + 1 : end - 1].isalnum() else end - 1
+        elif ch == "'" and quotes % 2 == 0:
+            break  # it closes a pair of single quotes in the path (".../The_'Quoted'")
         elif ch in _TRAILING_PUNCT:
+            quotes -= ch == "'"
             end -= 1
         elif ch == ")" and closes > opens:
             closes -= 1
@@ -834,7 +902,7 @@ def _try_definition(lines: list[_Line], i: int, layout: _Layout, *, in_section: 
     if key is None:
         return 0
     if url is None:
-        url = _continuation_url(lines, i)
+        url = _continuation_url(lines, i, in_section=in_section)
         from_next = url is not None
     _add_definition(layout, key, url, i, lines)
     used = 2 if from_next else 1
@@ -842,15 +910,22 @@ def _try_definition(lines: list[_Line], i: int, layout: _Layout, *, in_section: 
     return used
 
 
-def _continuation_url(lines: list[_Line], i: int) -> str | None:
-    """An indented next line that carries the entry's URL ("1. Long title\\n   https://…")."""
+def _continuation_url(lines: list[_Line], i: int, *, in_section: bool) -> str | None:
+    """The next line that carries the entry's URL: indented ("1. Long title\\n   https://…"),
+    or, inside a ``Sources:`` block, a line that is nothing but the URL ("[1] Title<br>https://…",
+    as chat UIs lay out a source)."""
     if i + 1 >= len(lines):
         return None
     nxt = lines[i + 1].text
-    if lines[i + 1].gap_before or not nxt[:1].isspace() or _ENTRY_START.match(nxt.strip() + " "):
+    if lines[i + 1].gap_before or _ENTRY_START.match(nxt.strip() + " "):
         return None
     found = _extract_url(nxt)
-    return found[0] if found else None
+    if found is None:
+        return None
+    if nxt[:1].isspace():
+        return found[0]
+    alone = in_section and found[1] == 0 and not any(ch.isspace() for ch in nxt.strip())
+    return found[0] if alone else None
 
 
 def _add_definition(layout: _Layout, key: str, url: str | None, i: int, lines: list[_Line]) -> None:
@@ -932,7 +1007,7 @@ def _expand_numbers(body: str) -> tuple[list[str], bool]:
 
 def _code_spans(text: str, lines: list[_Line], layout: _Layout) -> list[tuple[int, int]]:
     spans = [(lines[i].start, lines[i].end) for i in sorted(layout.code_lines)]
-    spans.extend(m.span() for m in _INLINE_CODE.finditer(text))
+    spans.extend(_inline_code(text))
     spans.sort()
     merged: list[tuple[int, int]] = []  # _in_spans needs disjoint spans (`x` inside a fence)
     for start, end in spans:
@@ -1055,6 +1130,9 @@ def _find_brackets(
                 hits.append(_Hit(start, text_end, "numbered", keys=tuple(numbers)))
             pos = text_end  # a following "[3]" of "[1][3]" is matched on its own
             continue
+        if _is_selector(label_text):
+            pos = text_end  # "[role=\"dialog\"][1]": a CSS selector, then whatever follows
+            continue
         ref = m.group("ref")
         if ref is not None and not in_code:
             key = _normalize_key(ref if ref.strip() else label_text)
@@ -1103,6 +1181,12 @@ _VALUE_WORDS = word_set(
 _TLDS = word_set("com org net edu gov io co uk de fr info ai eu int us ca au jp cn in")
 # "[EMIM][TfO]", "[BMIM][PF6]": bracketed ions, each a capitalised token without spaces.
 _FORMULA_TOKEN = re.compile(r"[A-Z][A-Za-z0-9+\-()]{0,15}")
+# A CSS attribute selector's bracket: "[role=\"dialog\"]", "[href^='http' i]", "[data-open]".
+_ATTRIBUTE = re.compile(
+    r"[ \t]*+(?P<name>[A-Za-z_][\w:.-]{0,60}+)[ \t]*+"
+    r"(?P<value>[~|^$*]?=[ \t]*+(?:\"[^\"\n]*+\"|'[^'\n]*+'|[^\s\]\"']++)(?:[ \t]++[iIsS])?+)?+"
+    r"[ \t]*+"
+)
 _LOOKBACK = 40  # how far the data heuristics look back; a bound that keeps the scan linear
 _SPACE = re.compile(r"\s")
 _CODE_OPERATOR = re.compile(r"[ \t]{0,3}(?:[=!<>+\-*/%]=|=|\+[ \t])")  # "arr[1] = 5", "a[1] + b"
@@ -1227,9 +1311,12 @@ def _data_list_reason(
 
 
 def _ref_pair_is_data(text: str, start: int, label_text: str, ref: str) -> bool:
-    """``m[i][j]`` indexes and ``[EMIM][TfO]`` is a formula: not a ``[text][id]`` reference."""
+    """``m[i][j]`` indexes, ``[EMIM][TfO]`` is a formula and ``[role="dialog"][open]`` a CSS
+    selector: not a ``[text][id]`` reference."""
     base, _ = _glued_base(text, start)
     if _is_code_base(base):
+        return True
+    if _is_selector(label_text, ref):
         return True
     a, b = label_text.strip(), (ref.strip() or label_text.strip())
     if not (_FORMULA_TOKEN.fullmatch(a) and _FORMULA_TOKEN.fullmatch(b)):
@@ -1237,6 +1324,20 @@ def _ref_pair_is_data(text: str, start: int, label_text: str, ref: str) -> bool:
     return any(
         sum(ch.isupper() for ch in t) >= 2 or any(ch.isdigit() for ch in t) or t[-1] in "+-"
         for t in (a, b)
+    )
+
+
+def _is_selector(*brackets: str) -> bool:
+    """Whether glued brackets read as CSS attribute selectors: each an attribute name with an
+    optional value, and one of them with a value (``[role="dialog"]``) or an ``aria-`` /
+    ``data-`` name, which no reference id looks like."""
+    found = [_ATTRIBUTE.fullmatch(b) for b in brackets if b.strip()]
+    if not found or not all(found):
+        return False
+    return any(
+        m is not None
+        and (m.group("value") is not None or m.group("name").startswith(("aria-", "data-")))
+        for m in found
     )
 
 
