@@ -3,7 +3,8 @@
 :func:`read_provider` takes an SDK response object, its ``dict`` form, or its JSON text, and
 returns a :class:`~citeguard.providers.base.ProviderAnswer`, or ``None`` when the value is no
 provider response it knows (plain text and structured items are the parser's own input).
-Recognised, in this order: a ``ProviderAnswer`` as it is; OpenAI Responses (``output``);
+Recognised, in this order: a ``ProviderAnswer`` as it is; Perplexity's Agent API (``output``
+with ``search_results`` items); OpenAI Responses (``output``);
 Perplexity (``choices`` with ``citations`` / ``search_results``); OpenAI Chat Completions
 (``choices``); Anthropic Messages (``content`` blocks, or the block list alone); Gemini
 (``candidates``).
@@ -22,9 +23,10 @@ Anthropic       ``message.content`` and a single ``text`` block with its ``citat
 Gemini          ``response.candidates``, a candidate (its ``grounding_metadata`` is on it),
                 ``candidate.content``, ``content.parts`` and one part (no grounding below the
                 candidate: the text alone)
-Perplexity      a choice or ``choice.message``: the ``[n]`` markers' sources live on the
-                completion (``citations``), so a message read alone says so in a
-                ``sources_not_in_part`` warning; pass the completion, or
+Perplexity      chat: a choice or ``choice.message``; Agent API: ``response.output``, a
+                ``message`` item, its content. The ``[n]`` markers' sources live beside the
+                message (``citations``, ``search_results`` items), so a message read alone
+                says so in a ``sources_not_in_part`` warning; pass the whole response, or
                 ``references=completion.citations``
 ==============  ================================================================================
 """
@@ -75,6 +77,8 @@ def _read(data: Any, documents: Mapping[int | str, str] | None) -> ProviderAnswe
         return None
     if not isinstance(data, Mapping):
         return None
+    if perplexity.is_agent_response(data):
+        return perplexity.read_agent_response(data)
     if openai.is_response(data):
         return openai.read_response(data)
     if perplexity.is_chat_completion(data):
@@ -154,13 +158,13 @@ def _response_of(items: list[Any]) -> dict[str, Any]:
 
 def _whole(data: Any) -> tuple[Any, str | None]:
     """A part of a response lifted to the shape of the whole response its adapter reads, and
-    the name of the level when it is a chat choice or message (whose sources may live on the
-    completion); anything else unchanged."""
+    the name of the level when it is a message or part of one (whose sources may live on the
+    whole response); anything else unchanged."""
     if isinstance(data, Mapping):
         if _is_output_message(data):
-            return _response_of([data]), None
+            return _response_of([data]), "output item"
         if _is_output_text(data):
-            return _response_of([{"type": "message", "content": [data]}]), None
+            return _response_of([{"type": "message", "content": [data]}]), "content part"
         if "choices" not in data and _is_choice(data):
             return {"choices": [data]}, "choice"
         if "choices" not in data and _is_chat_message(data):
@@ -183,7 +187,7 @@ def _whole(data: Any) -> tuple[Any, str | None]:
         if any(_is_output_message(i) or _typed(i, "web_search_call") for i in items):
             return _response_of(items), None  # response.output
         if any(_is_output_text(i) for i in items):
-            return _response_of([{"type": "message", "content": items}]), None
+            return _response_of([{"type": "message", "content": items}]), "content list"
         return items, None
     if all(_is_choice(i) for i in items):
         return {"choices": items}, "choice"
@@ -198,16 +202,16 @@ _NUMBERED = re.compile(r"\[\d{1,3}\]")
 
 
 def _note_part(answer: ProviderAnswer, level: str) -> ProviderAnswer:
-    """A chat choice or message read alone: when its text cites ``[n]`` sources it does not
-    carry (Perplexity keeps them on the completion), a warning that says where they are."""
+    """A message or part of one read alone: when its text cites ``[n]`` sources it does not
+    carry (Perplexity keeps them beside the message), a warning that says where they are."""
     if answer.citations or answer.references or _NUMBERED.search(answer.text) is None:
         return answer
     note = Finding(
         code="sources_not_in_part",
         message=(
-            f"the chat {level} was read on its own: its [n] markers cite sources that the "
-            "completion carries beside it (Perplexity's citations), not the "
-            f"{level}; pass the whole completion, or references=completion.citations"
+            f"the {level} was read on its own: its [n] markers cite sources the whole response "
+            "carries beside it (Perplexity's citations or search results); pass the whole "
+            "response, or its sources as references= (references=completion.citations)"
         ),
         severity=Severity.WARNING,
         axis="validity",

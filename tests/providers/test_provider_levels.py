@@ -215,3 +215,52 @@ async def test_guard_checks_a_response_output_message_and_a_chat_message(farm: F
                 urls["library"]: CitationStatus.OK,
             }
             assert verdict.axes["validity"].passed
+
+
+# ---- Perplexity's Agent API (the Responses shape) -------------------------------------------
+
+
+def _agent() -> Any:
+    from perplexity.types import ResponseCreateResponse
+
+    text = "Middlemarch is by George Eliot [1]. Eliot was Mary Ann Evans [2]."
+    return ResponseCreateResponse.model_validate(
+        {
+            "id": "resp_1",
+            "created_at": 1,
+            "model": "openai/gpt-5.2",
+            "object": "response",
+            "status": "completed",
+            "output": [
+                {
+                    "type": "search_results",
+                    "queries": ["middlemarch author"],
+                    "results": [
+                        {"id": 2, "snippet": "Evans", "title": "Eliot", "url": LIBRARY},
+                        {"id": 1, "snippet": "Novel", "title": "Middlemarch", "url": BOOK},
+                    ],
+                },
+                {
+                    "type": "message",
+                    "id": "msg_1",
+                    "role": "assistant",
+                    "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                },
+            ],
+        }
+    )
+
+
+def test_a_perplexity_agent_response_numbers_its_markers_by_result_id() -> None:
+    response = _agent()
+    for level in (response, response.output):
+        for form in _both(level):
+            answer = parse_answer(form)
+            assert _cites(answer) == [(BOOK, 0, "perplexity"), (LIBRARY, 1, "perplexity")]
+            (search,) = answer.searches
+            assert search.query == "middlemarch author"
+            assert {r.url for r in search.results} == {BOOK, LIBRARY}
+    message = parse_answer(response.output[1])
+    assert message.citations == []
+    assert "sources_not_in_part" in [f.code for f in message.findings]
