@@ -143,12 +143,13 @@ def _is_gemini_content(d: Any) -> bool:
 
 
 def _is_gemini_part(d: Any) -> bool:
-    """A Gemini part (untyped, with text); structured items (``claim``) are not."""
+    """A Gemini part (untyped, with text); structured items (``claim``, ``url``) are not."""
     return (
         isinstance(d, Mapping)
         and isinstance(d.get("text"), str)
         and d.get("type") is None
         and "claim" not in d
+        and "url" not in d
     )
 
 

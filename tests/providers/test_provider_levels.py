@@ -196,6 +196,9 @@ def test_a_perplexity_message_alone_says_where_its_sources_are(level: str) -> No
 def test_structured_items_and_plain_dicts_are_not_taken_for_parts() -> None:
     items = [{"claim": FIRST, "url": BOOK, "text": "x"}]
     assert [c.kind for c in parse_answer(items).citations] == ["structured"]
+    # a structured item that misnames its claim is reported as one, not read as prose
+    misnamed = parse_answer([{"text": FIRST, "url": BOOK}])
+    assert "structured_missing_field" in [f.code for f in misnamed.findings]
     assert parse_answer({"unrelated": 1}).findings[0].code == "invalid_input"
 
 
