@@ -550,7 +550,10 @@ async def check_validity(
     raw_url: dict[str, str] = {}
     normalized = {c.normalized_url for c in answer.citations if c.normalized_url}
     # reference-list entries no marker cites: shown to the user, so checked like citations
-    listed = uncited_references(answer)
+    many = len(answer.findings) > _INLINE_ITEMS  # each unused reference is a finding
+    listed = (
+        await asyncio.to_thread(uncited_references, answer) if many else uncited_references(answer)
+    )
     normalized.update(listed)
 
     # 1. resolution (per distinct URL); in a thread for an answer of many citations
