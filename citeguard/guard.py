@@ -263,7 +263,8 @@ class Guard:
             )
             excluded = normalize_all(exclude_urls)
             # the uncited entries of a reference list are shown to the user: fetched too
-            listed = [u for u in uncited_references(parsed) if u not in excluded]
+            uncited = uncited_references(parsed)
+            listed = [u for u in uncited if u not in excluded]
             urls = [u for u in parsed.urls if u not in excluded] + listed
             now = self._now()
             # the question's regime is classified while the first pages are fetched; pages
@@ -334,14 +335,15 @@ class Guard:
                 raise
             citations = with_source_kinds(cited.citations, pages)
             self.tracing.citation_spans(citations, fetch_span=fs)
-            # run the checks
+            # run the checks (the other axes weigh the answer's citations: a reference-list
+            # entry no marker cites is checked for validity only)
             ctx = CheckContext(
                 question=question,
                 answer=parsed,
                 policy=policy,
                 now=now,
                 regime=regime,
-                citations=citations,
+                citations=[c for c in citations if c.normalized_url not in uncited],
                 claims=cited.claims,
                 pages=pages,
                 fetched=fetched,

@@ -399,6 +399,9 @@ class CitationReport(_Model):
     http_status: int | None = None
     redirects: list[str] = Field(default_factory=list)
     claim_indices: list[int] = Field(default_factory=list)
+    # False: no claim cites the URL, though the user sees it (a reference-list entry no marker
+    # cites, a link of a "Sources:" block); checked all the same
+    cited_by_claim: bool = True
     passage: PassageMatch | None = None
     entailment: EntailmentScore | None = None
     published: datetime | None = None

@@ -147,6 +147,8 @@ def render_verdict(verdict: Verdict, *, title: str | None = None, claims: bool =
         code = str(c.http_status) if c.http_status is not None else "-"
         url = c.url if not c.final_url or c.final_url == c.url else f"{c.url} → {c.final_url}"
         rows.append((c.status.value, code, url, c.reason))
+        if not c.cited_by_claim:
+            rows.append(f"{_NOTE}shown in the answer, cited by no claim")
         if c.passage is not None and c.passage.matched_text:
             rows.append(
                 f"{_NOTE}passage ({c.passage.how}, {c.passage.score:.0f}): "

@@ -195,11 +195,13 @@ async def test_a_broken_uncited_reference_is_a_finding_and_fails(farm: Farm) -> 
     answer = f"The Eiffel Tower is 330 metres tall [1].\n\n[1] {good}\n[2] {dead}\n"
     async with _guard(farm) as guard:
         verdict = await guard.check(answer, question="How tall is the Eiffel Tower?")
-    assert [c.url for c in verdict.citations] == [good]  # not a citation of any claim
+    # reported beside the citation, as cited by no claim
+    assert [(c.url, c.cited_by_claim) for c in verdict.citations] == [(good, True), (dead, False)]
+    assert verdict.citations[1].status is CitationStatus.NOT_FOUND
     findings = verdict.axes["validity"].findings
     broken = [f for f in findings if f.code == "uncited_reference_broken"]
     assert [f.url for f in broken] == [dead]
-    assert "404" in broken[0].message
+    assert "404" in broken[0].message and "cited by no claim" in broken[0].message
     assert not verdict.passed
     assert dead in verdict.offending_urls  # a regenerated answer leaves it out
 
@@ -216,6 +218,45 @@ async def test_a_working_uncited_reference_only_warns(farm: Farm) -> None:
         "more.example.org",
         "/eiffel",
     ) in farm.requests  # it was checked
+    (listed,) = [c for c in verdict.citations if c.url == extra]
+    assert (listed.status, listed.cited_by_claim, listed.claim_indices) == (
+        CitationStatus.OK,
+        False,
+        [],
+    )
+    # the other axes weigh what the claims cite: the listed entry adds no domain
+    assert verdict.axes["diversity"].details["distinct_domains"] == 1
+
+
+async def test_a_sources_list_no_claim_cites_is_checked_link_by_link(farm: Farm) -> None:
+    """A markerless answer ending in a numbered "Sources" list (issue 33, family 2): every
+    listed URL is fetched and reported, a dead link and a soft 404 among them fail validity."""
+    good = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    dead = farm.add("gone.example.org", "/eiffel", status=404)
+    soft = farm.add("soft.example.org", "/eiffel", body=SOFT_404_PAGES[0])
+    answer = (
+        "The Eiffel Tower is 330 metres tall. It was built for the 1889 World's Fair.\n\n"
+        f"**Sources**\n1. Facts — {good}\n2. Gone — {dead}\n3. News — {soft}\n"
+    )
+    async with _guard(farm) as guard:
+        verdict = await guard.check(answer, question="How tall is the Eiffel Tower?")
+    by_url = {c.url: c for c in verdict.citations}
+    assert list(by_url) == [good, dead, soft]
+    assert [by_url[u].status for u in (good, dead, soft)] == [
+        CitationStatus.OK,
+        CitationStatus.NOT_FOUND,
+        CitationStatus.SOFT_404,
+    ]
+    assert not any(c.cited_by_claim for c in verdict.citations)
+    validity = verdict.axes["validity"]
+    assert not validity.passed
+    assert set(verdict.offending_urls) == {dead, soft}
+    broken = {f.url: f for f in validity.findings if f.code == "uncited_reference_broken"}
+    assert set(broken) == {dead, soft}
+    assert broken[soft].details["status"] == "soft_404"
+    # the claims cite nothing: said so, with the listed sources named as cited by no claim
+    (none,) = [f for f in validity.findings if f.code == "no_citations"]
+    assert "3 it lists are cited by no claim" in none.message
 
 
 # --------------------------------------------------------------------------------------------

@@ -183,7 +183,7 @@ def test_passage_matches_index_the_page(quote: str, page: str) -> None:
 # ---- bounded scans: the same matches as one finditer ------------------------------------------
 
 from citeguard.checks.freshness import _CAVEAT_RE  # noqa: E402
-from citeguard.parse import _QUOTE_PATTERNS  # noqa: E402
+from citeguard.parse.quotes import _QUOTE_PATTERNS  # noqa: E402
 from citeguard.text import finditer_lines, finditer_windowed  # noqa: E402
 
 

@@ -550,6 +550,12 @@ async def check_validity(
     url_claims: dict[str, dict[int, None]] = {}
     raw_url: dict[str, str] = {}
     normalized = {c.normalized_url for c in answer.citations if c.normalized_url}
+    # reference-list entries no marker cites: shown to the user, so checked like citations
+    many = len(answer.findings) > _INLINE_ITEMS  # each unused reference is a finding
+    listed = (
+        await asyncio.to_thread(uncited_references, answer) if many else uncited_references(answer)
+    )
+    normalized.update(listed)
 
     # 1. resolution (per distinct URL); in a thread for an answer of many citations
     resolve = functools.partial(
@@ -562,6 +568,7 @@ async def check_validity(
         url_status=url_status,
         url_claims=url_claims,
         raw_url=raw_url,
+        listed=listed,
     )
     if len(answer.citations) > _INLINE_ITEMS:
         await asyncio.to_thread(resolve)
@@ -612,6 +619,7 @@ async def check_validity(
         url_claims=url_claims,
         raw_url=raw_url,
         normalized=normalized,
+        listed=listed,
     )
     if len(pairs) + len(answer.claims) > _INLINE_ITEMS:
         return await asyncio.to_thread(roll_up)
@@ -647,9 +655,11 @@ def _resolution(
     url_status: dict[str, tuple[CitationStatus, str]],
     url_claims: dict[str, dict[int, None]],
     raw_url: dict[str, str],
+    listed: Mapping[str, str],
 ) -> None:
     """Each distinct URL's status and reason (fetch, exclusion, unreadable page, soft 404),
-    the claims citing it and its first spelling, filled into the given dicts."""
+    the claims citing it and its first spelling, filled into the given dicts; the ``listed``
+    references no marker cites (normalised URL → as written) after the citations."""
     url_problems: dict[str, Finding] = {}
     for f in answer.findings:
         if f.url is not None and f.code in ("blocked_scheme", "malformed_url", "not_checkable"):
@@ -672,32 +682,42 @@ def _resolution(
             else:
                 reason = bad.message if bad is not None else "the URL cannot be parsed"
                 url_status[key] = (CitationStatus.MALFORMED_URL, reason)
-        elif c.normalized_url in excluded:
-            url_status[key] = (
-                CitationStatus.EXCLUDED_BY_POLICY,
-                "this URL was excluded after it failed an earlier attempt",
-            )
         else:
-            res = fetched.get(c.normalized_url)
-            if res is None:
-                url_status[key] = (CitationStatus.TIMEOUT, "not fetched before the deadline")
-            else:
-                url_status[key] = (res.status, res.reason)
-                page = pages.get(c.normalized_url)
-                if (
-                    res.status is CitationStatus.OK
-                    and page is not None
-                    and page.kind == "unsupported"
-                ):
-                    url_status[key] = (
-                        CitationStatus.UNSUPPORTED_TYPE,
-                        page.problem
-                        or f"cannot read the page (content type {res.content_type or 'unknown'})",
-                    )
-                elif res.status is CitationStatus.OK and page is not None:
-                    soft = soft_404_reason(page) or soft_404s.get(c.normalized_url)
-                    if soft is not None:
-                        url_status[key] = (CitationStatus.SOFT_404, soft)
+            url_status[key] = _fetched_status(c.normalized_url, fetched, pages, excluded, soft_404s)
+    for key, raw in listed.items():
+        raw_url.setdefault(key, raw)
+        if key not in url_status:
+            url_status[key] = _fetched_status(key, fetched, pages, excluded, soft_404s)
+
+
+def _fetched_status(
+    key: str,
+    fetched: Mapping[str, FetchResult],
+    pages: Mapping[str, Page],
+    excluded: frozenset[str],
+    soft_404s: Mapping[str, str],
+) -> tuple[CitationStatus, str]:
+    """A well-formed URL's status and reason: excluded, not fetched in time, the fetch's own,
+    an unreadable page, or a soft 404 (a "not found" page, or the host's catch-all)."""
+    if key in excluded:
+        return (
+            CitationStatus.EXCLUDED_BY_POLICY,
+            "this URL was excluded after it failed an earlier attempt",
+        )
+    res = fetched.get(key)
+    if res is None:
+        return CitationStatus.TIMEOUT, "not fetched before the deadline"
+    page = pages.get(key)
+    if res.status is CitationStatus.OK and page is not None and page.kind == "unsupported":
+        return (
+            CitationStatus.UNSUPPORTED_TYPE,
+            page.problem or f"cannot read the page (content type {res.content_type or 'unknown'})",
+        )
+    if res.status is CitationStatus.OK and page is not None:
+        soft = soft_404_reason(page) or soft_404s.get(key)
+        if soft is not None:
+            return CitationStatus.SOFT_404, soft
+    return res.status, res.reason
 
 
 def _final_url(fetched: Mapping[str, FetchResult], key: str) -> str | None:
@@ -724,8 +744,10 @@ def _roll_up(
     url_claims: Mapping[str, Mapping[int, None]],
     raw_url: dict[str, str],
     normalized: set[str],
+    listed: Mapping[str, str],
 ) -> ValidityOutcome:
-    """Claim and citation reports, the uncited references' findings and the validity axis."""
+    """Claim and citation reports (the ``listed`` references no marker cites among them, cited
+    by no claim) and the validity axis."""
     # 4. roll up per claim
     claim_reports: list[ClaimReport] = []
     by_claim: dict[int, list[_Pair]] = {}
@@ -809,6 +831,7 @@ def _roll_up(
             http_status=res.http_status if res is not None else None,
             redirects=list(res.redirects) if res is not None else [],
             claim_indices=list(url_claims.get(key, {})),
+            cited_by_claim=bool(url_claims.get(key)),
             passage=passage,
             entailment=ent,
             published=page.published if page is not None else None,
@@ -822,14 +845,26 @@ def _roll_up(
         if st in _PASS_STATUSES:
             continue
         fails = st.outcome is not Outcome.UNVERIFIABLE or policy.unverifiable_fails
+        # a reference-list entry no marker cites is shown to the user: it must resolve too
+        uncited = key in listed
         findings.append(
             Finding(
-                code=st.value,
-                message=f"{raw_url[key]}: {why}",
+                code=(
+                    st.value
+                    if not uncited
+                    else "uncited_reference_broken"
+                    if st.outcome is Outcome.BROKEN
+                    else "uncited_reference_unverifiable"
+                ),
+                message=(
+                    f"{raw_url[key]}"
+                    + (" (listed in the references, cited by no claim)" if uncited else "")
+                    + f": {why}"
+                ),
                 severity=Severity.ERROR if fails else Severity.WARNING,
                 axis="validity",
                 url=raw_url[key],
-                details={"outcome": st.outcome.value},
+                details={"outcome": st.outcome.value, "status": st.value},
             )
         )
         if fails:
@@ -841,28 +876,10 @@ def _roll_up(
         {(p.claim.index, raw_url.get(p.url, p.url)) for p in failing_pairs if p.url in offenders},
     )
 
-    # 6. reference-list entries nothing cites: shown to the user, so they must resolve too
-    for key, raw in uncited_references(answer).items():
-        res = fetched.get(key)
-        if key in excluded or res is None or res.status.is_ok():
-            continue
-        broken = res.status.outcome is Outcome.BROKEN
-        findings.append(
-            Finding(
-                code="uncited_reference_broken" if broken else "uncited_reference_unverifiable",
-                message=f"{raw} (listed in the references, cited nowhere): {res.reason}",
-                severity=Severity.ERROR if broken else Severity.WARNING,
-                axis="validity",
-                url=raw,
-                details={"status": res.status.value},
-            )
-        )
-        if broken:
-            offenders.add(key)
-            raw_url.setdefault(key, raw)
-
-    n = len(reports)
-    ok = sum(1 for r in reports if r.status in _PASS_STATUSES)
+    # the answer's citations (the listed references no marker cites are reported, not counted)
+    counted = [r for r in reports if (r.normalized_url or r.url) not in listed]
+    n = len(counted)
+    ok = sum(1 for r in counted if r.status in _PASS_STATUSES)
     cited_claims = [c for c in claim_reports if c.supported is not None]
     supported_share = (
         sum(1 for c in cited_claims if c.supported) / len(cited_claims) if cited_claims else None
@@ -893,6 +910,7 @@ def _roll_up(
                 code="no_citations" if n == 0 else "too_few_citations",
                 message=(
                     "the answer cites no sources"
+                    + (f"; the {len(listed)} it lists are cited by no claim" if listed else "")
                     if n == 0
                     else f"the answer cites {n} source(s); the policy asks for at least "
                     f"{policy.min_citations}"

@@ -15,10 +15,12 @@ module          reads
 ``perplexity``  chat completions: ``[n]`` markers, ``citations`` and ``search_results``
 ==============  ================================================================================
 
-:func:`read_provider` (``dispatch``) picks the adapter; :func:`citeguard.parse.parse_answer`,
-:meth:`citeguard.Guard.check` and guarded answer functions call it, so each accepts any of
-these responses. :func:`resolve_answer` (``resolve``) is the Guard's step that resolves
-provider redirects and adds the searches a response reports to the run's.
+:func:`read_provider` (``dispatch``) picks the adapter, and reads the parts of a response a
+developer may hold as well (an OpenAI output item, content part, choice or message; an Anthropic
+text block; a Gemini candidate, content or part; a Perplexity choice or message);
+:func:`citeguard.parse.parse_answer`, :meth:`citeguard.Guard.check` and guarded answer functions
+call it, so each accepts any of these. :func:`resolve_answer` (``resolve``) is the Guard's step
+that resolves provider redirects and adds the searches a response reports to the run's.
 """
 
 from citeguard.providers.base import (
