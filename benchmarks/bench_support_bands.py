@@ -44,8 +44,8 @@ loopback allowed), a real aiohttp server on 127.0.0.1 serving pages at their URL
 a. each held-out AB row's evidence served as a page at its cited URL (LFQA rows and repeats get
    a made-up one), the claim (citation markers removed) citing it: share of human-supported
    claims hard-rejected, share of unsupported ones rejected / flagged uncertain / silently
-   passed; with ``on_uncertain="fail"`` (the behaviour before the bands) measured in the same
-   run beside it;
+   passed; beside it, in the same run, the behaviour before the bands (one cut, 0.52 for the
+   local model, recall 0.64 for word overlap; everything under it rejected ``not_entailed``);
 b. verbatim quotes from ``shared/data/passages`` (``bench_quotes``' templates, one labelled
    quote per page): share accepted;
 c. injected broken citations on those pages: a dead link (404), a made-up host, an altered
@@ -345,10 +345,13 @@ def claim_pages(rows: Sequence[dict[str, Any]]) -> list[ClaimPage]:
     taken: set[tuple[str, str]] = set()
     for k, r in enumerate(rows):
         url = next(iter(r.get("urls") or []), None)
-        parts = urlsplit(url) if url else None
-        host = (parts.hostname or "").lower() if parts else ""
-        path = (parts.path or "/") + (f"?{parts.query}" if parts and parts.query else "")
-        if not host or (host, path) in taken or "[" in path or " " in path:
+        parts = urlsplit(url or "")
+        host = (parts.hostname or "").lower()
+        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        # a URL the answer's parser would cut (a closing bracket or full stop at its end)
+        # gets a made-up one: what is measured is the support judgement, not URL parsing
+        odd = re.search(r"[\[\]() \"'<>]|[.,;:!?]$", path)
+        if not host or (host, path) in taken or odd:
             host, path = f"claims{k % 17}.example.org", f"/row/{ts._sha(r['id'])[:12]}"
         taken.add((host, path))
         served = f"http://{host}{path}"
@@ -389,6 +392,23 @@ def _policy(on_uncertain: str | None, backend: str = "auto") -> Any:
     )
 
 
+# the two-way cut each backend had before the bands (EntailmentPolicy.support_threshold's old
+# default for the local model; WORD_OVERLAP_THRESHOLD, a recall, for word overlap)
+BEFORE_LOCAL = 0.52
+
+
+def _before(backend: str) -> Any:
+    """The behaviour before the bands: one cut, everything under it rejected."""
+    from citeguard.checks.bands import WordOverlapCalibration
+    from citeguard.checks.entail import WORD_OVERLAP_THRESHOLD
+
+    t = BEFORE_LOCAL
+    if backend == "word_overlap":
+        t = round(WordOverlapCalibration.load().probability(WORD_OVERLAP_THRESHOLD), 4)
+    policy = _policy("fail", backend)
+    return policy.replace(entailment={"reject_below": t, "accept_from": t})
+
+
 async def _check_all(guard: Any, answers: Sequence[str], question: str = "") -> list[Any]:
     sem = asyncio.Semaphore(4)
 
@@ -427,7 +447,7 @@ def claim_tally(rows: Sequence[dict[str, Any]], outcomes: Sequence[str]) -> dict
 
 
 async def guard_claims(backend: str = "auto") -> dict[str, Any]:
-    """(a): the held-out AB rows as pages, under the default and under on_uncertain="fail"."""
+    """(a): the held-out AB rows as pages, under the default policy and as before the bands."""
     from citeguard import Guard
 
     held = [r for r in ab_rows() if r["part"] == "held_out"]
@@ -436,9 +456,9 @@ async def guard_claims(backend: str = "auto") -> dict[str, Any]:
     server = page_server(pages)
     await server.start()
     try:
-        for name, mode in (("default", None), ("on_uncertain_fail", "fail")):
+        for name, policy in (("default", _policy(None, backend)), ("before", _before(backend))):
             t = time.perf_counter()
-            async with Guard(_policy(mode, backend), resolver=server.resolver()) as guard:
+            async with Guard(policy, resolver=server.resolver()) as guard:
                 verdicts = await _check_all(guard, [p.answer for p in pages])
             outcomes = [_outcome(v) for v in verdicts]
             statuses = Counter(
@@ -602,20 +622,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calibrate", action="store_true", help="choose the bands, write artefacts")
     ap.add_argument("--encoder", default="minilm-onnx-int8")
     ap.add_argument("--guard", action="store_true", help="also the whole-guard measures")
+    ap.add_argument("--guard-only", action="store_true", help="only the whole-guard measures")
     ap.add_argument("--pages", type=int, default=None, help="passages pages (default: all)")
     args = ap.parse_args(argv)
     res: dict[str, Any] = json.loads(OUT.read_text()) if OUT.is_file() else {}
-    if args.calibrate:
-        res["calibration"] = calibrate(args.encoder)
-    else:
-        res["bands"] = asyncio.run(band_report())
-        if args.guard:
-            res["guard_claims"] = asyncio.run(guard_claims())
-            res["guard_claims_word_overlap"] = asyncio.run(guard_claims("word_overlap"))
-            res["guard_passages"] = asyncio.run(guard_quotes_and_injected(args.pages))
-            res["targets"] = targets(res)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+
+    def save(key: str, value: Any) -> None:  # each part as it is done
+        res[key] = value
+        OUT.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+
+    if args.calibrate:
+        save("calibration", calibrate(args.encoder))
+    else:
+        if not args.guard_only:
+            save("bands", asyncio.run(band_report()))
+        if args.guard or args.guard_only:
+            save("guard_claims", asyncio.run(guard_claims()))
+            save("guard_claims_word_overlap", asyncio.run(guard_claims("word_overlap")))
+            save("guard_passages", asyncio.run(guard_quotes_and_injected(args.pages)))
+            save("targets", targets(res))
     print(json.dumps(res.get("targets", []), indent=1))
     return 0
 
