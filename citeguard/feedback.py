@@ -51,10 +51,29 @@ def render_feedback(verdict: Verdict, *, attempt: int, exclude_urls: frozenset[s
         lines.append(f"  * {f.message}")
     if len(errors) > 12:
         lines.append(f"  * … and {len(errors) - 12} more findings")
+    # claims whose support the guard could not settle: they passed, but the next attempt can
+    # make them checkable (quote the page, or cite one that states them)
+    unsettled = [
+        f
+        for f in (verdict.axes["validity"].findings if "validity" in verdict.axes else [])
+        if f.code == "validity.support_uncertain"
+    ]
+    if unsettled:
+        lines.append(
+            "- Not settled (passed with a warning): the guard could not tell whether these "
+            "pages support the claims citing them. Quote the page's own words, or cite a page "
+            "that states the claim."
+        )
+        lines += [f"  * {f.message}" for f in unsettled[:6]]
+        if len(unsettled) > 6:
+            lines.append(f"  * … and {len(unsettled) - 6} more")
     if exclude_urls:
         lines.append("Do not cite these URLs again: " + ", ".join(sorted(exclude_urls)))
     return Feedback(
-        attempt=attempt, exclude_urls=exclude_urls, findings=errors, message="\n".join(lines)
+        attempt=attempt,
+        exclude_urls=exclude_urls,
+        findings=errors + unsettled,
+        message="\n".join(lines),
     )
 
 

@@ -22,7 +22,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from citeguard.case_log import CaseLog
 from citeguard.checks.base import CheckContext
-from citeguard.checks.entail import Entailer, make_entailer
+from citeguard.checks.entail import Entailer, JudgeEntailer, make_entailer
 from citeguard.checks.freshness import JudgeFreshnessClassifier, RegimeClassifier
 from citeguard.checks.judge import judge_for
 from citeguard.checks.judge_usage import JudgeMeter, judge_run
@@ -121,6 +121,8 @@ class Guard:
         self._entailer_given = entailer is not _DEFAULT
         self._owns_entailer = False
         self._entailer: Entailer | None = entailer if self._entailer_given else None
+        # the judge uncertain claims go to (Policy.on_uncertain_mode "judge"), built on first use
+        self._cascade: JudgeEntailer | None = None
         self._fetcher: Fetcher | SnapshotFetcher | None = None
         self.tracing = Tracing(tracer_provider, now=self._now)
         self._pages = ExtractStage(
@@ -184,6 +186,9 @@ class Guard:
         closer = getattr(self._entailer, "aclose", None) if self._owns_entailer else None
         if closer is not None:
             await closer()
+        if self._cascade is not None:
+            await self._cascade.aclose()
+            self._cascade = None
         self._pages.close()
         if self._case_log is not None:
             await self._case_log.aclose()
@@ -214,6 +219,19 @@ class Guard:
             self._entailer = make_entailer(self.policy.entailment, self.policy.judge)
             self._entailer_given = self._owns_entailer = True
         return self._entailer
+
+    def _get_cascade(self) -> JudgeEntailer | None:
+        """The judge for the claims the entailer leaves uncertain: built when
+        ``Policy.on_uncertain_mode`` is "judge" (``Policy.judge`` is configured), unless the
+        entailer is itself a judge."""
+        policy = self.policy
+        if policy.on_uncertain_mode != "judge" or not policy.entailment.check_entailment:
+            return None
+        if isinstance(self._get_entailer(), JudgeEntailer):
+            return None
+        if self._cascade is None:
+            self._cascade = JudgeEntailer(policy=policy.entailment, judge=policy.judge)
+        return self._cascade
 
     # ------------------------------------------------------------------ the gate
 
@@ -324,6 +342,7 @@ class Guard:
                     early=begun,
                     cache=self._scores,
                     soft_404s=soft_404s,
+                    cascade=self._get_cascade(),
                 )
                 regime = await regime_task
             except BaseException:

@@ -13,7 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, field_validator
 
 # Sets serialise sorted: a replayed verdict must be byte-identical, whatever the hash seed.
 UrlSet = Annotated[
@@ -370,16 +370,31 @@ class PassageMatch(_Model):
     reason: str = ""
 
 
-EntailmentLabel = Literal["supported", "contradicted", "unsupported"]
+# Claim support, three-way plus a conflict: ``supported`` (P(supported) at or above the
+# backend's accept threshold), ``uncertain`` (between its two thresholds, or a judge that could
+# not tell or was not asked), ``not_supported`` (below its reject threshold), ``contradicted``
+# (a clear conflict). Only ``not_supported`` and ``contradicted`` are hard rejects.
+EntailmentLabel = Literal["supported", "uncertain", "not_supported", "contradicted"]
+# the names earlier versions wrote ("unsupported" meant what is now not_supported or uncertain;
+# a recorded verdict read back keeps its hard reject)
+_LEGACY_LABELS = {"unsupported": "not_supported"}
 
 
 class EntailmentScore(_Model):
     label: EntailmentLabel
-    score: float  # P(supported) or the backend's support score in 0..1
+    score: float  # P(supported), calibrated on development data unless the backend says not
     probabilities: dict[str, float] = Field(default_factory=dict)
     evidence: str = ""
     backend: str
     reason: str = ""
+    # the (reject below, accept from) P(supported) thresholds the label was read with; None when
+    # the label did not come from thresholds (a judge's verdict, a quote on the page)
+    thresholds: tuple[float, float] | None = None
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _legacy_label(cls, v: object) -> object:
+        return _LEGACY_LABELS.get(v, v) if isinstance(v, str) else v
 
 
 # --------------------------------------------------------------------------------------------
@@ -404,6 +419,10 @@ class CitationReport(_Model):
     cited_by_claim: bool = True
     passage: PassageMatch | None = None
     entailment: EntailmentScore | None = None
+    # how well the page supports the claims citing it: the failing claim's label, else
+    # "uncertain" when a claim passed unsettled (validity.support_uncertain), else "supported";
+    # None when no claim's support was judged
+    support: EntailmentLabel | None = None
     published: datetime | None = None
     modified: datetime | None = None
     # the page-extraction rule that gave ``published`` (Page.date_source: "json-ld", "meta:…",

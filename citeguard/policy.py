@@ -218,8 +218,29 @@ class EntailmentPolicy(_Section):
     # the local scorer's sentence model: "auto" = all-MiniLM-L6-v2 as int8 on ONNX Runtime when
     # onnxruntime is installed (built from the bundled weights, ~2.5x faster), else torch fp32
     encoder: Literal["auto", "onnx_int8", "torch"] = "auto"
-    support_threshold: float = Field(0.52, ge=0, le=1)  # LocalEntailer: calibration-split best
+    # the judge's confidence floor for "supported" (below it: uncertain), and the cut-off of
+    # the legacy LocalWeights scorer; the other backends read their bands (below)
+    support_threshold: float = Field(0.52, ge=0, le=1)
     contradiction_threshold: float = Field(0.5, ge=0, le=1)
+    # claim support in three bands of P(supported): not_supported below ``reject_below``,
+    # supported from ``accept_from``, uncertain between. None: the backend's own, chosen out of
+    # fold on development data and shipped in its artefact (checks/support_model*.json,
+    # checks/word_overlap_bands.json; NLI: uncalibrated defaults). docs/claim-support.md
+    reject_below: float | None = Field(None, ge=0, le=1)
+    accept_from: float | None = Field(None, ge=0, le=1)
+    # what an uncertain claim does: "judge" asks Policy.judge about it (only the uncertain
+    # claims, one request per page, within the run's cost budget); "warn" passes the citation
+    # with a validity.support_uncertain warning; "fail" rejects it not_entailed. None: "judge"
+    # when Policy.judge is configured, else "warn" (Policy.on_uncertain_mode resolves it)
+    on_uncertain: Literal["judge", "warn", "fail"] | None = None
+
+    @model_validator(mode="after")
+    def _bands(self) -> EntailmentPolicy:
+        lo, hi = self.reject_below, self.accept_from
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError("entailment.reject_below must not exceed entailment.accept_from")
+        return self
+
     window_chars: int = Field(1200, gt=0)
     max_windows: int = Field(4, gt=0)  # evidence windows scored per pair (best lexical first)
     # sentences of a window the local model embeds (those sharing most words with the claim)
@@ -365,12 +386,22 @@ class Policy(_Validated):
                 ("entailment.backend='judge'", self.entailment.backend == "judge"),
                 ("freshness.use_judge", self.freshness.use_judge),
                 ("query.use_judge", self.query.use_judge),
+                ("entailment.on_uncertain='judge'", self.entailment.on_uncertain == "judge"),
             )
             if on
         ]
         if wanted and not self.judge.configured:
             raise ValueError(f"{', '.join(wanted)} needs judge.base_url and judge.model")
         return self
+
+    @property
+    def on_uncertain_mode(self) -> Literal["judge", "warn", "fail"]:
+        """What an uncertain claim does: ``entailment.on_uncertain``, or by default "judge"
+        when ``judge`` is configured and "warn" when it is not."""
+        mode = self.entailment.on_uncertain
+        if mode is not None:
+            return mode
+        return "judge" if self.judge.configured else "warn"
 
     @classmethod
     def for_tests(cls) -> Policy:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from citeguard.models import GuardResult, Verdict
+from citeguard.models import Finding, GuardResult, Verdict
 
 __all__ = [
     "Column",
@@ -143,6 +143,12 @@ def render_verdict(verdict: Verdict, *, title: str | None = None, claims: bool =
     """A per-citation table (then, with ``claims``, the per-claim view) plus the four-axis
     vector, for people."""
     rows: list[Sequence[str] | str] = []
+    validity = verdict.axes.get("validity")
+    # citations that passed with a claim's support unsettled: a note under each
+    uncertain: dict[str, list[Finding]] = {}
+    for f in validity.findings if validity is not None else ():
+        if f.code == "validity.support_uncertain" and f.url is not None:
+            uncertain.setdefault(f.url, []).append(f)
     for c in verdict.citations:
         code = str(c.http_status) if c.http_status is not None else "-"
         url = c.url if not c.final_url or c.final_url == c.url else f"{c.url} → {c.final_url}"
@@ -159,10 +165,11 @@ def render_verdict(verdict: Verdict, *, title: str | None = None, claims: bool =
                 f"{_NOTE}entailment: {c.entailment.label} "
                 f"({c.entailment.score:.2f}, {c.entailment.backend})"
             )
+        for f in uncertain.get(c.url, ()):
+            rows.append(f"{_NOTE}{_uncertain_note(f)}")
         if c.text_fragment_url:
             rows.append(f"{_NOTE}open at passage: {c.text_fragment_url}")
     lines: list[str] = [title] if title else []
-    validity = verdict.axes.get("validity")
     for f in validity.findings if validity is not None else ():
         if f.code == "validity.entailment_fallback":  # how the claims were judged, first
             lines.append(f"claim support: {f.message}")
@@ -173,6 +180,17 @@ def render_verdict(verdict: Verdict, *, title: str | None = None, claims: bool =
     for f in verdict.findings:
         lines.append(f"  note: {f.message}")
     return "\n".join(lines) + "\n"
+
+
+def _uncertain_note(f: Finding) -> str:
+    """``validity.support_uncertain`` under its citation: which claim, its P(supported) and the
+    band it fell in."""
+    p, band = f.details.get("p_supported"), f.details.get("thresholds")
+    facts = f"P(supported) {p:.2f}" if isinstance(p, float) else ""
+    if isinstance(band, list) and len(band) == 2:
+        facts += f", between {band[0]:.2f} and {band[1]:.2f}"
+    claim = f"claim {f.claim_index + 1}" if f.claim_index is not None else "a claim"
+    return f"warning: support uncertain for {claim}" + (f" ({facts})" if facts else "")
 
 
 # the scale each axis scores on, printed beside its score: the query axis rates each search on

@@ -111,6 +111,8 @@ class ReportCitation(_Model):
     # the page scrolled to the matched passage (``#:~:text=``), when a passage was found
     text_fragment_url: str | None = None
     claims: list[str] = Field(default_factory=list)  # the claims citing it (up to three, cut)
+    # "uncertain": it passed with a claim's support unsettled (validity.support_uncertain)
+    support: str | None = None
 
 
 class ReportClaim(_Model):
@@ -569,6 +571,7 @@ def _worst_case(
             title=_str_or_none(c.get("title")),
             final_url=_str_or_none(c.get("final_url")),
             text_fragment_url=_str_or_none(c.get("text_fragment_url")),
+            support=_str_or_none(c.get("support")),
             claims=[
                 claims[i]
                 for i in _as_list(c.get("claim_indices"))

@@ -339,6 +339,8 @@ class Tracing:
                 "citeguard.outcome": c.outcome.value,
                 "citeguard.reason": c.reason,
                 "citeguard.failed_stage": stage,
+                # "uncertain": passed with a claim's support unsettled (a warning finding)
+                "citeguard.support": c.support,
                 "citeguard.http_status": c.http_status,
                 "citeguard.redirects": list(c.redirects),
                 "citeguard.claim_indices": list(c.claim_indices),

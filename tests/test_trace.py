@@ -507,7 +507,7 @@ def test_citation_spans_per_stage_with_status_and_reason(spans: Spans) -> None:
             reason="the passage does not support the claim",
             http_status=200,
             passage=PassageMatch(found=True, score=97.0, how="fuzzy"),
-            entailment=EntailmentScore(label="unsupported", score=0.1, backend="local"),
+            entailment=EntailmentScore(label="not_supported", score=0.1, backend="local"),
             elapsed_ms=5.0,
         ),
         CitationReport(
@@ -563,7 +563,7 @@ def test_citation_spans_per_stage_with_status_and_reason(spans: Spans) -> None:
     unsup = cits["http://a.example.com/x"]
     (ent,) = spans.children(unsup, "citeguard.citation.entailment")
     assert ent.status.status_code is StatusCode.ERROR
-    assert attrs(ent)["citeguard.entailment.label"] == "unsupported"
+    assert attrs(ent)["citeguard.entailment.label"] == "not_supported"
     (fetch,) = spans.children(unsup, "citeguard.citation.fetch")
     assert fetch.status.status_code is StatusCode.UNSET  # the fetch itself was fine
     assert attrs(fetch)["citeguard.status"] == "ok"

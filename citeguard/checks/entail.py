@@ -21,9 +21,12 @@ reported as ``EntailmentScore.evidence``. Model inference runs in a thread pool 
 entailer, so the event loop never waits on it; call ``aclose()`` (or use ``async with``) to
 release the pool.
 
-Labels are honest: ``supported`` needs positive evidence, ``contradicted`` needs a clear conflict
-(a changed number, a flipped negation, or an NLI/judge verdict), and everything else — including
-"cannot tell" and a judge that is down — is ``unsupported`` with a reason.
+Labels are honest and three-way (:mod:`citeguard.checks.bands`): ``supported`` needs a calibrated
+P(supported) at or above the backend's accept threshold, ``not_supported`` one below its reject
+threshold, ``contradicted`` a clear conflict (a changed number, a flipped negation, or an
+NLI/judge verdict); everything between — including "cannot tell" and a judge that is down or out
+of budget — is ``uncertain`` with a reason. Only ``not_supported`` and ``contradicted`` are hard
+rejects; what an uncertain claim does is ``EntailmentPolicy.on_uncertain``'s.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 import aiohttp
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -50,6 +53,7 @@ from citeguard.checks._consistency import (
     clean_claim,
     content_words,
 )
+from citeguard.checks.bands import NLI_BANDS, SupportBands, WordOverlapCalibration
 from citeguard.checks.judge import ChatJudge
 from citeguard.checks.minilm import (
     TORCH_ENCODER,
@@ -89,6 +93,7 @@ __all__ = [
     "make_entailer",
     "map_nli_labels",
     "score_requests",
+    "word_overlap_recall",
 ]
 
 Pair = tuple[str, str]
@@ -269,15 +274,31 @@ def _sigmoid(x: float) -> float:
 # --------------------------------------------------------------------------------------------
 
 # Tuned on the even-sha1(id) half of the AttributionBench dev split (benchmarks/bench_entail.py
-# --tune): the recall that maximises macro-F1 there.
+# --tune): the recall that maximises macro-F1 there (a two-way cut; the bands replaced it).
 WORD_OVERLAP_THRESHOLD = 0.64
+
+
+def word_overlap_recall(
+    claim: str, evidence: str, policy: EntailmentPolicy | None = None
+) -> tuple[float, _Window] | None:
+    """The share of the claim's content words in the evidence window that holds most of them,
+    and that window (``None``: no claim words or no evidence). What
+    :class:`WordOverlapEntailer` calibrates; the bands benchmark fits its calibration on it."""
+    windows = _candidate_windows(claim, evidence, policy or EntailmentPolicy())
+    best = max(windows, key=lambda w: w.consistency.coverage, default=None)
+    if best is None or not content_words(clean_claim(claim)):
+        return None
+    return best.consistency.coverage, best
 
 
 class WordOverlapEntailer:
     """Baseline: share of the claim's content words found in the evidence (best window).
 
-    ``supported`` when that recall reaches ``threshold``, else ``unsupported``; it never says
-    ``contradicted``. Pure Python, run in a worker thread so long pages don't stall the loop.
+    The recall becomes a calibrated P(supported) (``word_overlap_bands.json``: Platt on
+    development data) read with that artefact's bands (:mod:`citeguard.checks.bands`;
+    ``policy.reject_below`` / ``accept_from`` override them). It never says ``contradicted``.
+    ``threshold`` (a recall) restores the old two-way cut: supported from it, not supported
+    below. Pure Python, run in a worker thread so long pages don't stall the loop.
     """
 
     name: str = "word_overlap"
@@ -285,12 +306,17 @@ class WordOverlapEntailer:
     def __init__(
         self,
         *,
-        threshold: float = WORD_OVERLAP_THRESHOLD,
+        threshold: float | None = None,
         policy: EntailmentPolicy | None = None,
         fallback: str | None = None,
     ) -> None:
         self._policy = policy or EntailmentPolicy()
-        self._threshold = threshold
+        self._calibration = WordOverlapCalibration.load()
+        bands = self._calibration.bands
+        if threshold is not None:
+            cut = self._calibration.probability(threshold)
+            bands = SupportBands(cut, cut, source=f"recall threshold {threshold:g}")
+        self.bands = bands.overridden(self._policy)
         # why ``backend="auto"`` chose this tier (None: chosen on purpose); the validity axis
         # reports it as a finding, so a verdict says how its claims were judged
         self.fallback = fallback
@@ -302,21 +328,23 @@ class WordOverlapEntailer:
     def _score_sync(self, pairs: list[Pair]) -> list[EntailmentScore]:
         out: list[EntailmentScore] = []
         for claim, evidence in pairs:
-            windows = _candidate_windows(claim, evidence, self._policy)
-            best = max(windows, key=lambda w: w.consistency.coverage, default=None)
-            if best is None or not content_words(clean_claim(claim)):
+            got = word_overlap_recall(claim, evidence, self._policy)
+            if got is None:
                 out.append(_empty_score(claim, evidence, self.name))
                 continue
-            recall = best.consistency.coverage
-            label: EntailmentLabel = "supported" if recall >= self._threshold else "unsupported"
+            recall, best = got
+            p = self._calibration.probability(recall)
+            label = self.bands.label(p)
             out.append(
                 EntailmentScore(
                     label=label,
-                    score=recall,
-                    probabilities={"supported": recall, "unsupported": 1.0 - recall},
+                    score=p,
+                    probabilities={"supported": p, "not_supported": 1.0 - p},
                     evidence=best.text,
                     backend=self.name,
-                    reason=f"{recall:.0%} of the claim's content words are in the evidence",
+                    reason=f"{_BAND_WORDS[label]}: {recall:.0%} of the claim's content words "
+                    f"are in the evidence (P(supported) {p:.2f})",
+                    thresholds=self.bands.pair,
                 )
             )
         return out
@@ -325,12 +353,24 @@ class WordOverlapEntailer:
         """Nothing to release; present for symmetry with the model backends."""
 
 
+# how a band's label opens a reason
+_BAND_WORDS: dict[str, str] = {
+    "supported": "supported",
+    "uncertain": "uncertain",
+    "not_supported": "not supported",
+}
+
+
 def _empty_score(claim: str, evidence: str, backend: str) -> EntailmentScore:
-    reason = "no evidence text" if not evidence.strip() else "claim has no content words"
+    """A pair with nothing to judge: no evidence text is not supported (the page says nothing
+    to check against); a claim without content words is uncertain (there is nothing to show
+    wrong)."""
+    no_evidence = not evidence.strip()
+    reason = "no evidence text" if no_evidence else "claim has no content words"
     return EntailmentScore(
-        label="unsupported",
+        label="not_supported" if no_evidence and claim.strip() else "uncertain",
         score=0.0,
-        probabilities={"supported": 0.0, "contradicted": 0.0, "unsupported": 1.0},
+        probabilities={"supported": 0.0, "contradicted": 0.0, "not_supported": 1.0},
         evidence=evidence[:200] if evidence.strip() else "",
         backend=backend,
         reason=reason if claim.strip() else "empty claim",
@@ -490,10 +530,12 @@ class LocalEntailer(_ExecutorOwner):
     encoder); that probability is ``score``. ``model_path`` replaces the base model (the fitted
     model assumes all-MiniLM-L6-v2).
 
-    It says ``supported`` only when P(supported) reaches ``policy.support_threshold``, every
-    number in the claim is in the evidence and no conflict was found; ``contradicted`` only for
-    a clear conflict in the window that is about the claim (:func:`support_input`: a number of
-    the same kind with a different value, or a flipped negation); otherwise ``unsupported``.
+    It reads P(supported) with the artefact's bands (:attr:`bands`): ``supported`` from
+    ``accept_from`` when every number in the claim is in the evidence (a missing number makes
+    it ``uncertain``), ``not_supported`` below ``reject_below``, ``uncertain`` between;
+    ``contradicted`` only for a clear conflict in the window that is about the claim
+    (:func:`support_input`: a number of the same kind with a different value, or a flipped
+    negation).
 
     The scorer embeds each text once (claims, the page sentences they need) and keeps the
     embeddings for later claims, pages and attempts, up to ``embedding_cache_bytes`` (default
@@ -732,33 +774,59 @@ class LocalEntailer(_ExecutorOwner):
             out.append(self._decide(prob, win, facts))
         return out
 
+    @property
+    def bands(self) -> SupportBands:
+        """The thresholds this entailer reads P(supported) with: the support model's artefact's
+        (``EntailmentPolicy.reject_below`` / ``accept_from`` override them); the legacy
+        :class:`LocalWeights` scorer cuts two ways at ``policy.support_threshold``."""
+        if self._legacy:
+            t = self._policy.support_threshold
+            return SupportBands(t, t, source="support_threshold")
+        if self._support_model is not None:
+            model = self._support_model
+        elif self._support is not None:
+            model = self._support[1].model
+        else:
+            model = self._artefact()
+        bands = model.bands or SupportBands(
+            model.threshold, model.threshold, source="artefact threshold (no bands)"
+        )
+        return cast(SupportBands, bands.overridden(self._policy))
+
+    def _artefact(self) -> Any:
+        from citeguard.checks.support import ARTIFACT_PATH, ARTIFACTS, SupportModel
+
+        return SupportModel.load(ARTIFACTS.get(self._encoder_name, ARTIFACT_PATH))
+
     def _decide(self, p: float, window: _Window, facts: str) -> EntailmentScore:
         cons = window.consistency
         problems = cons.describe()
+        bands = self.bands
+        label: EntailmentLabel = bands.label(p)
+        contra = 0.0
         if cons.is_contradiction:
-            label: EntailmentLabel = "contradicted"
+            label = "contradicted"
             reason = f"contradicted: {problems} ({facts})"
             contra = 1.0 - p
-        elif p >= self._policy.support_threshold and not cons.missing_numbers:
-            # A number the evidence never states is not supported, however similar the rest.
-            label = "supported"
-            reason = f"supported: {facts}" + (f"; but {problems}" if problems else "")
-            contra = 0.0
+        elif label == "supported" and cons.missing_numbers:
+            # A number the evidence never states is not shown supported, however similar the
+            # rest; nor is it shown wrong.
+            label = "uncertain"
+            reason = f"uncertain: {problems} ({facts})"
         else:
-            label = "unsupported"
-            reason = f"not enough support: {facts}" + (f"; {problems}" if problems else "")
-            contra = 0.0
+            reason = f"{_BAND_WORDS[label]}: {facts}" + (f"; {problems}" if problems else "")
         return EntailmentScore(
             label=label,
             score=p,
             probabilities={
                 "supported": p,
                 "contradicted": contra,
-                "unsupported": 1.0 - p - contra,
+                "not_supported": 1.0 - p - contra,
             },
             evidence=window.text,
             backend=self.name,
             reason=reason,
+            thresholds=bands.pair,
         )
 
 
@@ -771,9 +839,9 @@ _NLI_NAMES: dict[str, EntailmentLabel] = {
     "entail": "supported",
     "entailed": "supported",
     "entails": "supported",
-    "neutral": "unsupported",
-    "notentailment": "unsupported",
-    "nonentailment": "unsupported",
+    "neutral": "not_supported",
+    "notentailment": "not_supported",
+    "nonentailment": "not_supported",
     "contradiction": "contradicted",
     "contradict": "contradicted",
     "contradicted": "contradicted",
@@ -928,7 +996,7 @@ class NLIEntailer(_ExecutorOwner):
                 continue
             per_window: list[tuple[dict[str, float], _Window]] = []
             for w in windows:
-                named = {"supported": 0.0, "contradicted": 0.0, "unsupported": 0.0}
+                named = {"supported": 0.0, "contradicted": 0.0, "not_supported": 0.0}
                 for idx, p in enumerate(probs[k]):
                     named[labels[idx]] += p
                 per_window.append((named, w))
@@ -936,18 +1004,24 @@ class NLIEntailer(_ExecutorOwner):
             out.append(self._decide(per_window))
         return out
 
+    @property
+    def bands(self) -> SupportBands:
+        """P(entailment) bands: :data:`~citeguard.checks.bands.NLI_BANDS` (uncalibrated
+        defaults) unless ``policy.reject_below`` / ``accept_from`` set them."""
+        return NLI_BANDS.overridden(self._policy)
+
     def _decide(self, per_window: list[tuple[dict[str, float], _Window]]) -> EntailmentScore:
         best_support = max(per_window, key=lambda t: t[0]["supported"])
         best_contra = max(per_window, key=lambda t: t[0]["contradicted"])
         named, window = best_support
-        label: EntailmentLabel
-        if named["supported"] >= self._policy.support_threshold:
-            label = "supported"
-        elif best_contra[0]["contradicted"] >= self._policy.contradiction_threshold:
+        bands = self.bands
+        label: EntailmentLabel = bands.label(named["supported"])
+        if (
+            label != "supported"
+            and best_contra[0]["contradicted"] >= self._policy.contradiction_threshold
+        ):
             named, window = best_contra
             label = "contradicted"
-        else:
-            label = "unsupported"
         return EntailmentScore(
             label=label,
             score=named["supported"],
@@ -955,9 +1029,10 @@ class NLIEntailer(_ExecutorOwner):
             evidence=window.text,
             backend=self.name,
             reason=(
-                f"NLI: entailment {named['supported']:.2f}, "
-                f"contradiction {named['contradicted']:.2f}, neutral {named['unsupported']:.2f}"
+                f"NLI ({bands.source}): entailment {named['supported']:.2f}, "
+                f"contradiction {named['contradicted']:.2f}, neutral {named['not_supported']:.2f}"
             ),
+            thresholds=bands.pair,
         )
 
 
@@ -968,12 +1043,14 @@ class NLIEntailer(_ExecutorOwner):
 JUDGE_SYSTEM_PROMPT = """\
 You check whether a source passage supports a claim. Use only the passage, not your own knowledge.
 Reply with one JSON object and nothing else:
-{"label": "supported" | "contradicted" | "unsupported", "confidence": <number 0..1>, \
-"reason": "<one short sentence>"}
+{"label": "supported" | "contradicted" | "not_supported" | "uncertain", \
+"confidence": <number 0..1>, "reason": "<one short sentence>"}
 - "supported": the passage states everything the claim says (paraphrase is fine).
 - "contradicted": the passage states something incompatible with the claim (a different number,
   date or name, or the opposite statement).
-- "unsupported": anything else, including partial support or a passage about something else."""
+- "not_supported": the passage clearly does not state what the claim says (it is about something
+  else, or leaves out part of the claim).
+- "uncertain": you cannot tell from the passage."""
 
 
 JUDGE_PAGE_SYSTEM_PROMPT = """\
@@ -982,12 +1059,26 @@ passages, not your own knowledge, and judge each claim on its own.
 The user message is a JSON object: {"claims": [{"id": "<claim id>", "claim": "<text>"}, ...],
 "passages": ["<passage>", ...]}.
 Reply with one JSON object and nothing else, holding exactly one verdict per claim id:
-{"verdicts": [{"id": "<claim id>", "label": "supported" | "contradicted" | "unsupported", \
+{"verdicts": [{"id": "<claim id>", \
+"label": "supported" | "contradicted" | "not_supported" | "uncertain", \
 "confidence": <number 0..1>, "reason": "<one short sentence>"}, ...]}
 - "supported": the passages state everything the claim says (paraphrase is fine).
 - "contradicted": the passages state something incompatible with the claim (a different number,
   date or name, or the opposite statement).
-- "unsupported": anything else, including partial support or passages about something else."""
+- "not_supported": the passages clearly do not state what the claim says (they are about
+  something else, or leave out part of the claim).
+- "uncertain": you cannot tell from the passages."""
+
+# what judges say for the labels (earlier prompts asked for "unsupported")
+_JUDGE_LABELS: dict[str, str] = {
+    "unsupported": "not_supported",
+    "not supported": "not_supported",
+    "notsupported": "not_supported",
+    "cannot_tell": "uncertain",
+    "cannot tell": "uncertain",
+    "unknown": "uncertain",
+    "unsure": "uncertain",
+}
 
 
 class JudgeVerdict(BaseModel):
@@ -1002,7 +1093,10 @@ class JudgeVerdict(BaseModel):
     @field_validator("label", mode="before")
     @classmethod
     def _lower(cls, v: object) -> object:
-        return v.strip().lower() if isinstance(v, str) else v
+        if not isinstance(v, str):
+            return v
+        v = v.strip().lower()
+        return _JUDGE_LABELS.get(v, v)
 
 
 class JudgeClaimVerdict(JudgeVerdict):
@@ -1129,9 +1223,10 @@ class JudgeEntailer(AsyncClosing):
     validates the reply against :class:`JudgeVerdict`. 429, 5xx, connection errors, timeouts
     and malformed replies are retried (``judge.retries``, exponential backoff from
     ``judge.backoff``, honouring ``Retry-After``). When the judge still gives no verdict the
-    pair is ``unsupported`` with a reason starting ``"judge unavailable: "`` — it never raises
-    for that. A ``supported`` verdict below ``policy.support_threshold`` confidence is reported
-    as ``unsupported``.
+    pair is ``uncertain`` with a reason starting ``"judge unavailable: "`` — it never raises
+    for that, and never calls such a pair supported. A ``supported`` verdict below
+    ``policy.support_threshold`` confidence is reported as ``uncertain``; a judge that answers
+    it cannot tell says ``uncertain`` itself.
 
     :meth:`score_requests` (what the validity axis calls) groups the requests by ``page`` and
     asks once per page about every claim citing it (:data:`JUDGE_PAGE_SYSTEM_PROMPT`: each claim
@@ -1139,7 +1234,7 @@ class JudgeEntailer(AsyncClosing):
     ``judge.max_evidence_chars`` characters a request; more evidence than that takes another
     request). The reply's ``verdicts`` are validated entry by entry (:class:`JudgeClaimVerdict`):
     an id missing, duplicated or invalid is retried like a malformed reply, and when the retries
-    are spent that claim alone is ``unsupported`` with ``"judge unavailable: ..."``. A page cited
+    are spent that claim alone is ``uncertain`` with ``"judge unavailable: ..."``. A page cited
     by one claim only is asked the per-pair question of :meth:`score`.
 
     Inside a guarded run every request is metered, capped by ``Policy.cost_budget`` (claims
@@ -1282,8 +1377,9 @@ class JudgeEntailer(AsyncClosing):
         return scores
 
     def _unavailable(self, detail: str, evidence: str) -> EntailmentScore:
+        # a judge that errs or is not asked settles nothing: never supported, never a reject
         return EntailmentScore(
-            label="unsupported",
+            label="uncertain",
             score=0.0,
             probabilities={},
             evidence=evidence,
@@ -1327,16 +1423,21 @@ class JudgeEntailer(AsyncClosing):
         return self._to_score(verdict, evidence)
 
     def _to_score(self, verdict: JudgeVerdict, evidence: str) -> EntailmentScore:
+        """The judge's label as it is; a ``supported`` below ``policy.support_threshold``
+        confidence is ``uncertain``. ``score``: the judge's P(supported) (its confidence when
+        it says supported, else the rest of it spread over the other labels)."""
         conf = verdict.confidence
         label: EntailmentLabel = verdict.label
         reason = f"judge: {verdict.reason}" if verdict.reason else "judge verdict"
         if label == "supported" and conf < self._policy.support_threshold:
-            label = "unsupported"
+            label = "uncertain"
             reason = f"judge not confident enough ({conf:.2f}): {verdict.reason}"
         others = [
-            lab for lab in ("supported", "contradicted", "unsupported") if lab != verdict.label
+            lab
+            for lab in ("supported", "contradicted", "not_supported", "uncertain")
+            if lab != verdict.label
         ]
-        probabilities = {verdict.label: conf, **{lab: (1.0 - conf) / 2 for lab in others}}
+        probabilities = {verdict.label: conf, **{lab: (1.0 - conf) / 3 for lab in others}}
         return EntailmentScore(
             label=label,
             score=probabilities["supported"],

@@ -49,6 +49,7 @@ from citeguard.checks._consistency import (
     content_words,
     sentence_spans,
 )
+from citeguard.checks.bands import SupportBands
 from citeguard.checks.minilm import TORCH_ENCODER
 from citeguard.errors import EntailerError, MissingExtraError
 
@@ -568,11 +569,16 @@ class SupportModel:
     k_units: int
     meta: Mapping[str, Any] = field(default_factory=dict)
     trees: TreeEnsemble | None = None
+    # the supported / uncertain / not_supported thresholds on the calibrated probability,
+    # chosen out of fold (citeguard.checks.bands); None: an artefact from before the bands
+    bands: SupportBands | None = None
 
     @classmethod
     def load(cls, path: Path | None = None) -> SupportModel:
         """Read the artifact (default: the bundled ``support_model.json``)."""
-        data = json.loads((path or ARTIFACT_PATH).read_text(encoding="utf-8"))
+        where = path or ARTIFACT_PATH
+        data = json.loads(where.read_text(encoding="utf-8"))
+        bands = data.get("bands")
         features = tuple(data["features"])
         trees = data.get("trees")
         return cls(
@@ -587,6 +593,7 @@ class SupportModel:
             k_units=int(data["k_units"]),
             meta=dict(data.get("meta", {})),
             trees=TreeEnsemble.from_json(trees, len(features)) if trees is not None else None,
+            bands=SupportBands.from_json(bands, source=where.name) if bands is not None else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -606,6 +613,8 @@ class SupportModel:
             "k_units": self.k_units,
             "meta": dict(self.meta),
         }
+        if self.bands is not None:
+            out["bands"] = self.bands.to_json()
         if self.trees is not None:
             out["trees"] = self.trees.to_json()
         return out

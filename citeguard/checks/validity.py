@@ -13,6 +13,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from citeguard.checks.base import AnnotatorKind, CheckContext, is_llm_backend
 from citeguard.checks.claim_view import claim_fragment, claim_report, mark_gated
@@ -46,6 +47,7 @@ from citeguard.models import (
     Claim,
     ClaimCheck,
     ClaimReport,
+    EntailmentLabel,
     EntailmentScore,
     FetchResult,
     Finding,
@@ -366,15 +368,33 @@ def _wants_score(pair: _Pair) -> bool:
     return pair.status is CitationStatus.OK and bool(pair.evidence) and pair.entailment is None
 
 
-def _apply_score(pair: _Pair, score: EntailmentScore) -> None:
+OnUncertain = Literal["judge", "warn", "fail"]
+
+
+def _apply_score(pair: _Pair, score: EntailmentScore, on_uncertain: OnUncertain = "fail") -> None:
+    """Set the pair's score and what it does: ``not_supported`` and ``contradicted`` reject it
+    (``not_entailed``); ``uncertain`` rejects it only under ``on_uncertain="fail"``, else it
+    passes, to be flagged (``validity.support_uncertain``) or judged."""
     pair.entailment = score
-    if score.label != "supported":
-        pair.status = CitationStatus.NOT_ENTAILED
-        pair.reason = (
-            f"the page contradicts the claim ({score.reason})"
-            if score.label == "contradicted"
-            else f"the passage does not support the claim ({score.reason})"
-        ).replace(" ()", "")
+    if score.label == "supported" or (score.label == "uncertain" and on_uncertain != "fail"):
+        return
+    pair.status = CitationStatus.NOT_ENTAILED
+    pair.reason = (
+        f"the page contradicts the claim ({score.reason})"
+        if score.label == "contradicted"
+        else f"the passage does not support the claim ({score.reason})"
+        if score.label == "not_supported"
+        else f"whether the passage supports the claim is uncertain ({score.reason})"
+    ).replace(" ()", "")
+
+
+def _unsettled(pair: _Pair) -> bool:
+    """A pair that passed with its support uncertain."""
+    return (
+        pair.status is CitationStatus.OK
+        and pair.entailment is not None
+        and pair.entailment.label == "uncertain"
+    )
 
 
 class ScoreCache:
@@ -403,15 +423,21 @@ class ScoreCache:
 
 
 async def score_pairs(
-    entailer: Entailer, pairs: Sequence[_Pair], *, cache: ScoreCache | None = None
+    entailer: Entailer,
+    pairs: Sequence[_Pair],
+    *,
+    cache: ScoreCache | None = None,
+    on_uncertain: OnUncertain = "fail",
 ) -> None:
-    """Score ``pairs`` in one batch (what ``cache`` already knows is not sent again)."""
+    """Score ``pairs`` in one batch (what ``cache`` already knows is not sent again).
+    ``on_uncertain``: what an uncertain score does (:func:`_apply_score`; "fail" by default,
+    so a repair only ever swaps in a page that supports the claim)."""
     todo: list[tuple[_Pair, tuple[str, str, str]]] = []
     for p in pairs:
         key = (entailer.name, p.judged or p.claim_text, p.evidence or "")
         hit = cache.get(key) if cache is not None else None
         if hit is not None:
-            _apply_score(p, hit)
+            _apply_score(p, hit, on_uncertain)
         else:
             todo.append((p, key))
     if not todo:
@@ -422,9 +448,35 @@ async def score_pairs(
     ]
     scores = await score_requests(entailer, requests)
     for (p, key), score in zip(todo, scores, strict=True):
-        if cache is not None:
+        # a judge that could not be asked (down, out of budget) is not remembered: a later
+        # attempt asks again
+        if cache is not None and not score.reason.startswith("judge unavailable"):
             cache.put(key, score)
-        _apply_score(p, score)
+        _apply_score(p, score, on_uncertain)
+
+
+async def judge_uncertain(
+    judge: Entailer, pairs: Sequence[_Pair], *, cache: ScoreCache | None = None
+) -> None:
+    """The cascade: ask ``judge`` about the pairs that passed with their support uncertain
+    (one request per page for all of its claims; within the run's judge budget, recorded in
+    its snapshots). The judge's label replaces the first backend's; a judge that cannot tell,
+    errs or is out of budget leaves the pair uncertain (it passes, flagged)."""
+    asked = [p for p in pairs if _unsettled(p) and p.evidence]
+    if not asked:
+        return
+    first = {id(p): p.entailment for p in asked}
+    for p in asked:
+        p.entailment = None
+    await score_pairs(judge, asked, cache=cache, on_uncertain="warn")
+    for p in asked:
+        before, after = first[id(p)], p.entailment
+        if before is None or after is None:
+            continue
+        note = f"{before.backend} was uncertain, P(supported) {before.score:.2f}"
+        p.entailment = after.model_copy(update={"reason": f"{after.reason} [{note}]"})
+        if p.status is CitationStatus.NOT_ENTAILED:
+            p.reason = f"{p.reason} [{note}]"
 
 
 class EarlyValidity:
@@ -503,7 +555,9 @@ class EarlyValidity:
     async def _drain(self, entailer: Entailer) -> None:
         while self._pending:
             batch, self._pending = self._pending, []
-            await score_pairs(entailer, batch, cache=self._cache)
+            await score_pairs(
+                entailer, batch, cache=self._cache, on_uncertain=self._policy.on_uncertain_mode
+            )
 
     async def verified(self) -> None:
         """Wait for every page that arrived to be verified."""
@@ -534,6 +588,7 @@ async def check_validity(
     early: EarlyValidity | None = None,
     cache: ScoreCache | None = None,
     soft_404s: Mapping[str, str] | None = None,
+    cascade: Entailer | None = None,
 ) -> ValidityOutcome:
     """Compose resolution, passage presence and entailment into the validity axis.
 
@@ -541,7 +596,8 @@ async def check_validity(
     normalised URLs that recorded searches returned (None when no search was recorded).
     ``early`` holds the pairs of pages verified and scored as they arrived (the Guard's
     pipeline); ``cache`` the scores of earlier attempts; ``soft_404s`` the pages found to be
-    their host's catch-all page (URL → reason).
+    their host's catch-all page (URL → reason); ``cascade`` the judge that uncertain claims go
+    to when ``Policy.on_uncertain_mode`` is "judge".
     """
     soft_404s = soft_404s or {}
     pages = {u: e.page for u, e in extracted.items()}
@@ -601,7 +657,13 @@ async def check_validity(
     if early is not None:
         await early.scored()
     if judge is not None:
-        await score_pairs(judge, [p for p in pairs if _wants_score(p)], cache=cache)
+        mode = policy.on_uncertain_mode
+        await score_pairs(
+            judge, [p for p in pairs if _wants_score(p)], cache=cache, on_uncertain=mode
+        )
+        # 3b. the cascade: only the claims the first backend left uncertain go to the judge
+        if mode == "judge" and cascade is not None and cascade is not judge:
+            await judge_uncertain(cascade, pairs, cache=cache)
 
     # 4-6. the reports, on the loop when that is quick, else in a thread (a hostile answer
     # can hold 100,000 claims: building their reports takes seconds)
@@ -816,7 +878,15 @@ def _roll_up(
         url_pairs = by_url.get(key, [])
         shown = next((p for p in url_pairs if p.passage is not None and p.passage.found), None)
         passage = (pf.passage if pf is not None else None) or (shown.passage if shown else None)
-        ent = (pf.entailment if pf is not None else None) or (shown.entailment if shown else None)
+        unsettled = [p for p in url_pairs if _unsettled(p)] if st is CitationStatus.OK else []
+        ent = (
+            (pf.entailment if pf is not None else None)
+            or (unsettled[0].entailment if unsettled else None)
+            or (shown.entailment if shown else None)
+            or next((p.entailment for p in url_pairs if p.entailment is not None), None)
+        )
+        support = _support_of(st, pf, unsettled, url_pairs)
+        findings.extend(_uncertain_finding(p, raw_url[key]) for p in unsettled)
         frag = None
         final = res.final_url if res is not None else None
         if shown is not None and shown.passage is not None and shown.passage.matched_text:
@@ -834,6 +904,7 @@ def _roll_up(
             cited_by_claim=bool(url_claims.get(key)),
             passage=passage,
             entailment=ent,
+            support=support,
             published=page.published if page is not None else None,
             modified=page.modified if page is not None else None,
             date_source=page.date_source if page is not None else None,
@@ -944,6 +1015,50 @@ def _roll_up(
     )
 
 
+def _support_of(
+    status: CitationStatus,
+    failing: _Pair | None,
+    unsettled: Sequence[_Pair],
+    pairs: Sequence[_Pair],
+) -> EntailmentLabel | None:
+    """A cited URL's support: its failing claim's label (when support failed it), else
+    "uncertain" when a claim passed unsettled, else "supported" when a claim's support was
+    judged; None when none was."""
+    if failing is not None and failing.entailment is not None:
+        return failing.entailment.label
+    if status is not CitationStatus.OK:
+        return None
+    if unsettled:
+        return "uncertain"
+    judged = [p for p in pairs if p.entailment is not None and p.status is CitationStatus.OK]
+    return "supported" if judged else None
+
+
+def _uncertain_finding(pair: _Pair, url: str) -> Finding:
+    """``validity.support_uncertain``: the citation passes, but its claim's support could not be
+    settled either way (what the user should read before trusting the claim)."""
+    e = pair.entailment
+    assert e is not None  # an unsettled pair has its score
+    claim = " ".join(pair.claim_text.split())
+    claim = claim if len(claim) <= 120 else claim[:119] + "…"
+    return Finding(
+        code="validity.support_uncertain",
+        message=(
+            f"{url}: could not settle whether the page supports claim {pair.claim.index + 1} "
+            f"(“{claim}”): {e.reason}"
+        ),
+        severity=Severity.WARNING,
+        axis="validity",
+        url=url,
+        claim_index=pair.claim.index,
+        details={
+            "backend": e.backend,
+            "p_supported": round(e.score, 4),
+            "thresholds": list(e.thresholds) if e.thresholds is not None else None,
+        },
+    )
+
+
 def _domain(url: str) -> str | None:
     try:
         return registrable_domain(url)
@@ -980,9 +1095,11 @@ class ValidityCheck:
 
 
 __all__ = [
+    "OnUncertain",
     "ValidityCheck",
     "ValidityOutcome",
     "check_validity",
     "claim_text_without_markers",
+    "judge_uncertain",
     "uncited_references",
 ]

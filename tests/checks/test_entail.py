@@ -245,7 +245,7 @@ async def test_local_changed_number_is_not_supported(local: LocalEntailer) -> No
     assert "4.5%" in wrong.reason and "3.5 percent" in wrong.reason
 
 
-async def test_local_number_absent_from_evidence_is_not_supported(local: LocalEntailer) -> None:
+async def test_local_number_absent_from_evidence_is_uncertain(local: LocalEntailer) -> None:
     evidence = "The Golden Gate Bridge spans the strait at the entrance to San Francisco Bay."
     with_year, without = await local.score(
         [
@@ -254,7 +254,8 @@ async def test_local_number_absent_from_evidence_is_not_supported(local: LocalEn
         ]
     )
     assert without.label == "supported", without.reason
-    assert with_year.label == "unsupported"
+    # a number the page never states: not shown supported, nor shown wrong (so not a reject)
+    assert with_year.label == "uncertain"
     assert "1937" in with_year.reason
 
 
@@ -271,7 +272,7 @@ async def test_local_negation_flip_is_contradicted(local: LocalEntailer) -> None
     assert "negation" in s.reason
 
 
-async def test_local_missing_name_is_unsupported(local: LocalEntailer) -> None:
+async def test_local_missing_name_is_uncertain(local: LocalEntailer) -> None:
     (s,) = await local.score(
         [
             (
@@ -280,11 +281,12 @@ async def test_local_missing_name_is_unsupported(local: LocalEntailer) -> None:
             )
         ]
     )
-    assert s.label == "unsupported"
+    # a name the page lacks is a reason to doubt, not evidence of a conflict: uncertain
+    assert s.label == "uncertain"
     assert "Curie" in s.reason
 
 
-async def test_local_unrelated_evidence_is_unsupported(local: LocalEntailer) -> None:
+async def test_local_unrelated_evidence_is_not_supported(local: LocalEntailer) -> None:
     (s,) = await local.score(
         [
             (
@@ -293,8 +295,8 @@ async def test_local_unrelated_evidence_is_unsupported(local: LocalEntailer) -> 
             )
         ]
     )
-    assert s.label == "unsupported"
-    assert s.score < 0.1
+    assert s.label == "not_supported"
+    assert s.score < local.bands.reject_below < 0.5
 
 
 async def test_local_finds_support_in_the_middle_of_long_evidence() -> None:
@@ -310,7 +312,7 @@ async def test_local_finds_support_in_the_middle_of_long_evidence() -> None:
     assert len(evidence) > 10 * 300
     assert s.label == "supported", s.reason
     assert support in s.evidence and len(s.evidence) <= 300
-    assert alone.label == "unsupported"
+    assert alone.label == "not_supported"
 
 
 async def test_local_bad_input_is_a_value_and_order_is_kept(local: LocalEntailer) -> None:
@@ -321,7 +323,9 @@ async def test_local_bad_input_is_a_value_and_order_is_kept(local: LocalEntailer
         ("Tides are caused by the Moon.", "The Moon's gravity causes the tides."),
     ]
     scores = await local.score(pairs)
-    assert [s.label for s in scores[:3]] == ["unsupported"] * 3
+    # nothing to judge: an empty claim or one without content words is uncertain; a claim
+    # with no evidence text is not supported
+    assert [s.label for s in scores[:3]] == ["uncertain", "not_supported", "uncertain"]
     assert scores[0].reason == "empty claim"
     assert scores[1].reason == "no evidence text"
     assert scores[3].evidence == "The Moon's gravity causes the tides."
@@ -354,8 +358,9 @@ async def test_word_overlap_baseline() -> None:
             ("The Moon causes tides.", ""),
         ]
     )
-    assert (hit.label, miss.label, empty.label) == ("supported", "unsupported", "unsupported")
-    assert hit.score == pytest.approx(1.0) and miss.score == 0.0
+    # a recall cut (the old two-way rule): supported or not, never uncertain
+    assert (hit.label, miss.label, empty.label) == ("supported", "not_supported", "not_supported")
+    assert hit.score > miss.score and empty.score == 0.0
     assert isinstance(wo, Entailer)
     for backend in (LocalEntailer(), JudgeEntailer("http://127.0.0.1:9", "m")):
         assert isinstance(backend, Entailer)
@@ -493,12 +498,12 @@ def nli_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_map_nli_labels() -> None:
     assert map_nli_labels({"0": "ENTAILMENT", "1": "Neutral", "2": "contradiction"}) == {
         0: "supported",
-        1: "unsupported",
+        1: "not_supported",
         2: "contradicted",
     }
     assert map_nli_labels({0: "entailment", 1: "not_entailment"}) == {
         0: "supported",
-        1: "unsupported",
+        1: "not_supported",
     }
     for bad in (
         {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"},
@@ -518,7 +523,7 @@ def test_nli_refuses_unmappable_labels(nli_models: dict[str, Path]) -> None:
 
 @pytest.mark.parametrize(
     ("model", "expected"),
-    [("mnli", "contradicted"), ("shuffled", "supported"), ("neutral", "unsupported")],
+    [("mnli", "contradicted"), ("shuffled", "supported"), ("neutral", "not_supported")],
 )
 async def test_nli_maps_probabilities_to_label_names(
     nli_models: dict[str, Path], model: str, expected: str
@@ -555,7 +560,7 @@ async def test_nli_loads_lazily_once_batches_and_keeps_the_loop_running(
     assert len(scores) == 25
     assert all(s.label == "supported" for s in scores[:24])
     assert all(len(s.evidence) <= 120 for s in scores[:24])
-    assert scores[24].label == "unsupported" and scores[24].reason == "empty claim"
+    assert scores[24].label == "uncertain" and scores[24].reason == "empty claim"
     assert [s.label for s in again] == ["supported", "supported"]
     assert ticks > 0
 
@@ -659,7 +664,7 @@ async def test_judge_labels_and_low_confidence(judge_server: JudgeServer) -> Non
     ) as judge:
         contra, weak = await judge.score([PAIR, PAIR])
     assert contra.label == "contradicted"
-    assert weak.label == "unsupported" and "not confident" in weak.reason
+    assert weak.label == "uncertain" and "not confident" in weak.reason
 
 
 async def test_judge_garbage_is_retried_then_reported(judge_server: JudgeServer) -> None:
@@ -667,7 +672,7 @@ async def test_judge_garbage_is_retried_then_reported(judge_server: JudgeServer)
     async with JudgeEntailer(judge_server.base_url, "m", api_key="k", judge=FAST) as judge:
         (s,) = await judge.score([PAIR])
     assert len(judge_server.requests) == 3  # 1 + judge_retries
-    assert s.label == "unsupported"
+    assert s.label == "uncertain"  # no verdict: never supported, never a reject
     assert s.reason.startswith("judge unavailable: invalid response")
 
 
@@ -697,7 +702,7 @@ async def test_judge_persistent_503_and_401(judge_server: JudgeServer) -> None:
     judge_server.replies = [lambda: web.Response(status=503)]
     async with JudgeEntailer(judge_server.base_url, "m", api_key="k", judge=FAST) as judge:
         (s,) = await judge.score([PAIR])
-        assert s.label == "unsupported" and s.reason == "judge unavailable: HTTP 503"
+        assert s.label == "uncertain" and s.reason == "judge unavailable: HTTP 503"
         assert len(judge_server.requests) == 3
         judge_server.requests.clear()
         judge_server.replies = [lambda: web.Response(status=401, text="bad key")]
@@ -706,13 +711,13 @@ async def test_judge_persistent_503_and_401(judge_server: JudgeServer) -> None:
     assert s.reason.startswith("judge unavailable: HTTP 401")
 
 
-async def test_judge_down_is_unsupported_not_a_crash() -> None:
+async def test_judge_down_is_uncertain_not_a_crash() -> None:
     with socket.socket() as sock:  # a port that was free a moment ago: nothing listens there
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     async with JudgeEntailer(f"http://127.0.0.1:{port}/v1", "m", api_key="k", judge=FAST) as j:
         scores = await j.score([PAIR, ("Another claim.", "Other evidence.")])
-    assert [s.label for s in scores] == ["unsupported", "unsupported"]
+    assert [s.label for s in scores] == ["uncertain", "uncertain"]
     assert all(s.reason.startswith("judge unavailable: ") for s in scores)
     assert "127.0.0.1" in scores[0].reason
 
@@ -728,7 +733,8 @@ async def test_judge_empty_pairs_and_shared_session(judge_server: JudgeServer) -
         (e,) = await judge.score([("A claim.", "")])
         await judge.aclose()
         assert not session.closed  # not ours to close
-    assert s.label == "unsupported" and s.probabilities["unsupported"] == pytest.approx(0.7)
+    # the judge said the old word "unsupported": read as not_supported
+    assert s.label == "not_supported" and s.probabilities["not_supported"] == pytest.approx(0.7)
     assert e.reason == "no evidence text"
     assert len(judge_server.requests) == 1  # the empty evidence never reached the judge
 
@@ -803,11 +809,14 @@ async def test_guard_with_the_local_backend(local: LocalEntailer, farm: Farm) ->
         entailer=local,
     )
     assert ok.passed, [c.reason for c in ok.citations]
+    claim = "Tides are caused mainly by the gravitational pull of the Moon, 90% of it."
+    # a number the page never states: uncertain, so by default it passes with a warning
+    flagged = await _check(farm, policy, claim, entailer=local)
+    assert flagged.passed and flagged.citations[0].support == "uncertain"
+    codes = [f.code for f in flagged.axes["validity"].findings]
+    assert "validity.support_uncertain" in codes
     bad = await _check(
-        farm,
-        policy,
-        "Tides are caused mainly by the gravitational pull of the Moon, 90% of it.",
-        entailer=local,
+        farm, policy.replace(entailment={"on_uncertain": "fail"}), claim, entailer=local
     )
     assert not bad.passed
     assert bad.citations[0].status is CitationStatus.NOT_ENTAILED

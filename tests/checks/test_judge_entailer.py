@@ -83,7 +83,7 @@ def label_for(claim: str) -> str:
     if "Sun" in claim:
         return "contradicted"
     if "cheese" in claim:
-        return "unsupported"
+        return "not_supported"
     return "supported"
 
 
@@ -228,7 +228,7 @@ async def test_a_page_cited_by_one_claim_is_asked_the_per_pair_question(
     async with entailer(judge) as j:
         scores = await j.score_requests(reqs)
     assert judge.systems == [JUDGE_SYSTEM_PROMPT] * 2  # A (one distinct claim) and the page-less
-    assert labels(scores) == ["supported", "supported", "contradicted", "unsupported"]
+    assert labels(scores) == ["supported", "supported", "contradicted", "not_supported"]
     assert scores[3].reason == "no evidence text"
 
 
@@ -270,7 +270,7 @@ async def test_reply_ids_shuffled_and_numeric_are_matched_by_id(judge: JudgeServ
     async with entailer(judge) as j:
         scores = await j.score_requests(THREE)
     assert len(judge.bodies) == 1
-    assert labels(scores) == ["supported", "contradicted", "unsupported"]
+    assert labels(scores) == ["supported", "contradicted", "not_supported"]
 
 
 async def test_a_missing_id_is_retried_then_only_that_claim_is_unavailable(
@@ -283,7 +283,8 @@ async def test_a_missing_id_is_retried_then_only_that_claim_is_unavailable(
     async with entailer(judge) as j:
         scores = await j.score_requests(THREE)
     assert len(judge.bodies) == 3  # 1 + judge.retries
-    assert labels(scores) == ["supported", "unsupported", "unsupported"]
+    # the claim with no verdict is uncertain (never supported), the others are the judge's
+    assert labels(scores) == ["supported", "uncertain", "not_supported"]
     assert scores[1].reason == "judge unavailable: no verdict for claim id '2'"
     assert scores[2].reason.startswith("judge:")  # a real verdict, not a fallback
 
@@ -296,7 +297,7 @@ async def test_a_missing_id_answered_on_the_retry_is_used(judge: JudgeServer) ->
     async with entailer(judge) as j:
         scores = await j.score_requests(THREE)
     assert len(judge.bodies) == 2
-    assert labels(scores) == ["supported", "contradicted", "unsupported"]
+    assert labels(scores) == ["supported", "contradicted", "not_supported"]
 
 
 async def test_a_duplicated_id_is_unavailable(judge: JudgeServer) -> None:
@@ -326,7 +327,7 @@ async def test_a_garbage_reply_is_retried_then_every_claim_is_unavailable(
     async with entailer(judge) as j:
         scores = await j.score_requests(THREE)
     assert len(judge.bodies) == 3
-    assert labels(scores) == ["unsupported"] * 3
+    assert labels(scores) == ["uncertain"] * 3
     assert all(s.reason.startswith("judge unavailable: invalid response") for s in scores)
 
 
@@ -335,7 +336,7 @@ async def test_a_timeout_then_success(judge: JudgeServer) -> None:
     async with entailer(judge, timeout=0.3) as j:
         scores = await j.score_requests(THREE)
     assert len(judge.bodies) == 2
-    assert labels(scores) == ["supported", "contradicted", "unsupported"]
+    assert labels(scores) == ["supported", "contradicted", "not_supported"]
 
 
 async def test_a_timeout_every_time_is_unavailable(judge: JudgeServer) -> None:
@@ -355,7 +356,7 @@ async def test_a_429_with_retry_after_then_success(judge: JudgeServer) -> None:
         scores = await j.score_requests(THREE)
     assert len(judge.bodies) == 2
     assert judge.times[1] - judge.times[0] >= 0.9
-    assert labels(scores) == ["supported", "contradicted", "unsupported"]
+    assert labels(scores) == ["supported", "contradicted", "not_supported"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -418,6 +419,7 @@ async def test_a_spent_budget_stops_the_requests(judge: JudgeServer) -> None:
     assert labels(scores[:2]) == ["supported", "supported"]
     spent = [s.reason for s in scores[2:] + again]
     assert spent == ["judge unavailable: cost budget spent"] * 6
+    assert labels(scores[2:] + again) == ["uncertain"] * 6  # not asked: never supported
     usage = meter.usage()
     assert usage == JudgeUsage(
         requests=1, prompt_tokens=1000, completion_tokens=100, cost=0.002, skipped=3
@@ -528,9 +530,20 @@ async def test_the_guards_cost_budget_stops_the_judge(judge: JudgeServer, farm: 
     assert len(judge.bodies) == 1  # 0.0045 after the first page: the second is never asked
     usage = verdict.judge_usage
     assert usage is not None and usage.requests == 1 and usage.skipped == 1
-    reasons = [c.reason for claim in verdict.claims for c in claim.checks]
-    assert sum("judge unavailable: cost budget spent" in r for r in reasons) == 2
-    assert not verdict.passed
+    scores = [c.entailment for claim in verdict.claims for c in claim.checks if c.entailment]
+    spent = [s for s in scores if "judge unavailable: cost budget spent" in s.reason]
+    # the claims the judge was not asked about are uncertain, never supported: they pass
+    # flagged (on_uncertain defaults to "warn" behaviour when the backend is the judge itself)
+    assert len(spent) == 2 and {s.label for s in spent} == {"uncertain"}
+    flagged = [
+        f for f in verdict.axes["validity"].findings if f.code == "validity.support_uncertain"
+    ]
+    assert len(flagged) == 2 and verdict.passed
+    # under on_uncertain="fail" (the behaviour before the bands) the same run is rejected
+    judge.bodies.clear()
+    strict = policy.replace(entailment={"on_uncertain": "fail"})
+    verdict = await _check(Guard(strict, resolver=farm.resolver), answer_text(farm))
+    assert len(judge.bodies) == 1 and not verdict.passed
 
 
 async def test_record_then_replay_gives_the_same_verdict_without_the_judge(
@@ -557,7 +570,11 @@ async def test_record_then_replay_gives_the_same_verdict_without_the_judge(
     assert asked_live >= 2
     assert recorded.judge_usage is not None and recorded.judge_usage.requests == asked_live
     reasons = {c.reason for claim in recorded.claims for c in claim.checks}
-    assert any("judge unavailable: no verdict for claim id" in r for r in reasons)
+    judged = {
+        c.entailment.reason for claim in recorded.claims for c in claim.checks if c.entailment
+    }
+    # the claim left without a verdict passes uncertain (flagged); the contradiction rejects
+    assert any("judge unavailable: no verdict for claim id" in r for r in judged)
     assert any("contradicts" in r for r in reasons)
 
     await judge.stop()  # the judge is gone: a replay must not need it
