@@ -78,7 +78,9 @@ def _answer(farm: Farm, *claims: tuple[str, str]) -> str:
     urls["b"] = farm.add("harbours.example.org", "/b", body=PAGE_B)
     refs = {"a": 1, "b": 2}
     body = " ".join(f"{text} [{refs[p]}]." for text, p in claims)
-    return f"{body}\n\n[1] {urls['a']}\n[2] {urls['b']}\n"
+    # only the pages cited are listed (a listed page nothing cites is reported on its own)
+    used = sorted({p for _, p in claims}, key=refs.__getitem__)
+    return body + "\n\n" + "".join(f"[{refs[p]}] {urls[p]}\n" for p in used)
 
 
 async def _check(policy: Policy, farm: Farm, text: str, **guard: Any) -> Verdict:
