@@ -685,10 +685,17 @@ def host_and_path(url: str) -> tuple[str, str]:
     return host_of(canonical).removeprefix("www."), path
 
 
+_DNS_NAME_MAX = 253  # the longest name DNS carries: no entry of a table lists a longer one
+
+
 def _suffixes(host: str) -> list[str]:
-    """``host`` and each parent name, longest first: a.b.c → a.b.c, b.c, c."""
-    out = [host]
-    dot = host.find(".")
+    """``host`` and each parent name, longest first: a.b.c → a.b.c, b.c, c. Only names of at
+    most 253 characters (the rest match no entry): linear in ``host``, not quadratic, on an
+    LLM's 100 kB "host" of dots."""
+    longest = _DNS_NAME_MAX
+    out = [host] if len(host) <= longest else []
+    # the first dot whose suffix fits: host[dot + 1:] has len(host) - dot - 1 characters
+    dot = host.find(".", max(0, len(host) - longest - 1))
     while dot >= 0:
         out.append(host[dot + 1 :])
         dot = host.find(".", dot + 1)
