@@ -44,7 +44,7 @@ DateFallback = bool | asyncio.Future[bool]
 PageHook = Callable[[str, FetchResult, "asyncio.Future[ExtractedPage | None]"], None]
 
 
-class _Turns:
+class Turns:
     """At most ``per_turn`` callers of :meth:`slot` go on in one turn of the event loop; the
     others wait their turn in order, so a burst of completions (every fetch of a 2,000-URL
     answer failing at once) is spread over turns instead of holding one."""
@@ -54,8 +54,13 @@ class _Turns:
         self._used = 0
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._scheduled = False
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def slot(self) -> None:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a new loop (asyncio.run again): nothing carries over
+            self._loop, self._used, self._scheduled = loop, 0, False
+            self._waiting = deque()
         if self._used < self._per_turn and not self._waiting:
             self._used += 1
             self._next_turn()
@@ -188,7 +193,7 @@ class ExtractStage:
         if not want_body or len(urls) < 2:
             return await fetcher.fetch_all(urls, want_body=want_body, deadline=deadline), early
 
-        turns = _Turns(_START_BATCH)
+        turns = Turns(_START_BATCH)
 
         async def one(url: str) -> FetchResult:
             res = (await fetcher.fetch_all([url], want_body=True, deadline=deadline))[url]

@@ -119,9 +119,9 @@ def test_a_url_past_the_cap_is_malformed_and_one_at_it_is_read() -> None:
 
 
 async def test_a_burst_of_failed_fetches_is_spread_over_turns() -> None:
-    from citeguard.extract_stage import _Turns
+    from citeguard.extract_stage import Turns
 
-    turns = _Turns(4)
+    turns = Turns(4)
     order: list[tuple[int, int]] = []
     turn = 0
 
