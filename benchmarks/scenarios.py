@@ -1222,7 +1222,9 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
         elif started:
             pauses.append((time.perf_counter() - started.pop()) * 1000)
 
-    async with Guard(policy, resolver=web.resolver(), now=lambda: NOW) as g:
+    # the default entailer, but the word-overlap one at smoke size (seconds, no model load)
+    overlap = {"entailer": ctx.entailer("word_overlap")} if cfg.size == "smoke" else {}
+    async with Guard(policy, resolver=web.resolver(), now=lambda: NOW, **overlap) as g:
         # warm imports, pools and the model outside the measurement (other URLs)
         await g.check(
             build_answer(web, web.plan(5, tag="load-warm", unique=True)), question=QUESTION
