@@ -231,6 +231,17 @@ def _generated_page(seed: int, i: int) -> tuple[bytes, tuple[str, ...]]:
 # --------------------------------------------------------------------------------------------
 
 
+_ROUTES = ("p", "moved", "u", "umoved")
+
+
+def _unique(body: bytes, tag: str) -> bytes:
+    """Page ``body`` made unique to ``tag``: a paragraph naming it before ``</body>`` (or at
+    the end), so no two URLs of a ``unique`` plan serve the same bytes."""
+    note = f"<p>Reference {tag}: filed under {sum(map(ord, tag)) % 9973}.</p>".encode()
+    at = body.rfind(b"</body>")
+    return body + note if at < 0 else body[:at] + note + body[at:]
+
+
 class _WebProtocol(_FarmProtocol):
     def __init__(self, seed: int, hosts: dict[str, HostProfile], bodies: Sequence[bytes]) -> None:
         super().__init__()
@@ -249,13 +260,16 @@ class _WebProtocol(_FarmProtocol):
         extra = b""
         body = b"not found"
         status = b"404 Not Found"
-        if len(parts) == 3 and parts[0] in ("p", "moved") and parts[1].isdigit():
+        if len(parts) == 3 and parts[0] in _ROUTES and parts[1].isdigit():
             page = int(parts[1]) % len(self.bodies)
             if parts[0] == "p":
                 status, body = b"200 OK", self.bodies[page]
+            elif parts[0] == "u":
+                status, body = b"200 OK", _unique(self.bodies[page], parts[2])
             else:
                 status, body = b"301 Moved Permanently", b""
-                extra = b"Location: /p/" + parts[1].encode() + b"/" + parts[2].encode() + b"\r\n"
+                to = b"/u/" if parts[0] == "umoved" else b"/p/"
+                extra = b"Location: " + to + parts[1].encode() + b"/" + parts[2].encode() + b"\r\n"
         response = (
             b"HTTP/1.1 " + status + b"\r\nContent-Type: text/html; charset=utf-8\r\n"
             b"LinkChecker: benchmark\r\n"
@@ -400,18 +414,25 @@ class LoopbackWeb:
         return f"http://{planned.host.ip}:{self.port}{planned.path}"
 
     def planned(
-        self, host: HostProfile, kind: UrlKind, tag: str, page: int | None = None
+        self,
+        host: HostProfile,
+        kind: UrlKind,
+        tag: str,
+        page: int | None = None,
+        *,
+        unique: bool = False,
     ) -> PlannedUrl:
-        """One URL of ``kind`` on ``host``; ``tag`` makes it unique (no cache hits)."""
+        """One URL of ``kind`` on ``host``; ``tag`` makes it unique (no cache hits).
+        ``unique``: the page's bytes are unique to the URL too (a paragraph naming ``tag``)."""
         if kind == "missing":
             path = f"/missing/{tag}"
             return PlannedUrl(host, kind, path, None, delay_ms(self.seed, host, path))
         assert page is not None
         page %= len(self.pages)
-        target = f"/p/{page}/{tag}"
+        target = f"/{'u' if unique else 'p'}/{page}/{tag}"
         if kind == "ok":
             return PlannedUrl(host, kind, target, page, delay_ms(self.seed, host, target))
-        path = f"/moved/{page}/{tag}"
+        path = f"/{'umoved' if unique else 'moved'}/{page}/{tag}"
         first, second = delay_ms(self.seed, host, path), delay_ms(self.seed, host, target)
         total = None if first is None or second is None else first + second
         return PlannedUrl(host, kind, path, page, total)
@@ -425,11 +446,13 @@ class LoopbackWeb:
         share_redirect: float = 0.10,
         hosts: Sequence[HostProfile] | None = None,
         distinct_pages: bool = False,
+        unique: bool = False,
     ) -> list[PlannedUrl]:
         """``n`` URLs spread over ``hosts`` (default: every answering host), seeded by ``tag``.
 
         Kinds are drawn per URL (ok / missing / redirect by the given shares). With
-        ``distinct_pages`` no page repeats (up to the number of pages).
+        ``distinct_pages`` no page repeats (up to the number of pages); with ``unique`` no two
+        URLs serve the same bytes (:meth:`planned`).
         """
         pool = list(hosts if hosts is not None else self.answering_hosts)
         rng = random.Random(f"{self.seed}|plan|{tag}")
@@ -449,7 +472,7 @@ class LoopbackWeb:
                 else "ok"
             )
             page = pages[k % len(pages)] if distinct_pages else rng.randrange(len(self.pages))
-            out.append(self.planned(host, kind, f"{tag}-{k}", page))
+            out.append(self.planned(host, kind, f"{tag}-{k}", page, unique=unique))
         return out
 
 

@@ -129,6 +129,17 @@ def test_inflight(suite: dict[str, Any]) -> None:
     assert pooled["passed"] == i["passed"]
 
 
+def test_load_and_stalls(suite: dict[str, Any]) -> None:
+    # the load's last run: every citation of every check has a status
+    lo = suite["scenarios"]["load"]
+    assert lo["checks"] * lo["citations_per_check"] == sum(lo["statuses"].values())
+    assert {r["variant"] for r in lo["runs"]} == {"default", "gc_frozen"}
+    assert all(r["loop_lag"]["ticks"] > 0 for r in lo["runs"])
+    st = suite["scenarios"]["stalls"]
+    assert {"url_www_host_of_dots", "markers_33k", "bare_urls_2000"} <= set(st["inputs"])
+    assert all(v["loop_lag"]["loop_cpu_max_ms"] >= 0 for v in st["inputs"].values())
+
+
 def test_axes(suite: dict[str, Any]) -> None:
     a = suite["scenarios"]["axes"]
     for name, r in a["ratios"].items():

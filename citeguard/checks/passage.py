@@ -812,17 +812,23 @@ class _SentenceIndex:
     def __init__(self, text: str) -> None:
         spans = page_sentence_spans(text)[:_MAX_INDEXED_SENTENCES]
         self.spans = spans
-        self.terms: list[frozenset[str]] = []
-        self.postings: dict[str, list[int]] = {}
-        # sentences with the same terms share one set, so windows over them score alike at once
-        shared: dict[frozenset[str], frozenset[str]] = {}
+        # Tuples (of strings, of ints), not sets and lists: the garbage collector stops tracking
+        # them. 200 checks in flight held ~a million posting lists and term sets, and every
+        # full collection walked them all: 300-400 ms of the event loop's time in one piece.
+        self.terms: list[tuple[str, ...]] = []  # each sentence's distinct terms
+        postings: dict[str, list[int]] = {}
+        # sentences with the same terms share one tuple, so windows over them score alike at once
+        shared: dict[frozenset[str], tuple[str, ...]] = {}
         for idx, sentence_terms in enumerate(_sentence_terms(text, spans)):
-            terms = frozenset(sentence_terms)
-            terms = shared.setdefault(terms, terms)
+            key = frozenset(sentence_terms)
+            terms = shared.get(key)
+            if terms is None:
+                terms = shared[key] = tuple(key)
             self.terms.append(terms)
             for t in terms:
-                self.postings.setdefault(t, []).append(idx)
-        self.df = {t: len(ids) for t, ids in self.postings.items()}
+                postings.setdefault(t, []).append(idx)
+        self.postings: dict[str, tuple[int, ...]] = {t: tuple(ids) for t, ids in postings.items()}
+        self.df = {t: len(ids) for t, ids in postings.items()}
 
 
 #: A claim's candidate sentences come from at most this many postings (its rarest terms first)
@@ -919,7 +925,7 @@ def find_paraphrase(
                     for k in range(first, last):
                         got = inter.get(k)
                         if got is None:
-                            got = inter[k] = terms[k] & claim_set
+                            got = inter[k] = claim_set.intersection(terms[k])
                         covered |= got
                     weight = scored[parts] = sum(weights[t] for t in covered)
                 # a slight preference for shorter windows among equal coverage

@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict
 
 from citeguard.models import CitationReport, Page
-from citeguard.web.urls import UrlProblem, host_of, normalize_url
+from citeguard.web.urls import MAX_URL_CHARS, UrlProblem, host_of, normalize_url
 
 __all__ = [
     "PRIMARY_CATEGORIES",
@@ -672,6 +672,10 @@ def host_and_path(url: str) -> tuple[str, str]:
     # Normalised http(s) URLs with a plain host are nearly all of them: a regex is several
     # times cheaper than a parser. Anything else (userinfo, IPv6, IDN, a backslash) is read the
     # way a browser reads it (WHATWG, through the one canonicaliser).
+    if len(url) > MAX_URL_CHARS:
+        # malformed (normalize_url refuses it) and no site: the table's host and path patterns
+        # over 100 kB took 30-50 ms on the event loop
+        return "", ""
     m = _SIMPLE_URL_RE.match(url)
     if m is not None:
         host = m.group(1).lower().rstrip(".")
@@ -685,10 +689,17 @@ def host_and_path(url: str) -> tuple[str, str]:
     return host_of(canonical).removeprefix("www."), path
 
 
+_DNS_NAME_MAX = 253  # the longest name DNS carries: no entry of a table lists a longer one
+
+
 def _suffixes(host: str) -> list[str]:
-    """``host`` and each parent name, longest first: a.b.c → a.b.c, b.c, c."""
-    out = [host]
-    dot = host.find(".")
+    """``host`` and each parent name, longest first: a.b.c → a.b.c, b.c, c. Only names of at
+    most 253 characters (the rest match no entry): linear in ``host``, not quadratic, on an
+    LLM's 100 kB "host" of dots."""
+    longest = _DNS_NAME_MAX
+    out = [host] if len(host) <= longest else []
+    # the first dot whose suffix fits: host[dot + 1:] has len(host) - dot - 1 characters
+    dot = host.find(".", max(0, len(host) - longest - 1))
     while dot >= 0:
         out.append(host[dot + 1 :])
         dot = host.find(".", dot + 1)

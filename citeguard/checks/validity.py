@@ -524,6 +524,8 @@ class EarlyValidity:
     ) -> EarlyValidity:
         """As the constructor; an answer of many claims has its pairs built in a thread."""
         many = len(answer.claims) + len(answer.citations) > _INLINE_ITEMS
+        # or long claims: the caveat search over one 100 kB claim took 20-200 ms
+        many = many or sum(len(c.text) for c in answer.claims) > _INLINE_CLAIM_CHARS
         pairs = await asyncio.to_thread(build_pairs, answer) if many else build_pairs(answer)
         return cls(
             answer, policy=policy, entailer=entailer, excluded=excluded, cache=cache, pairs=pairs
@@ -683,7 +685,8 @@ async def check_validity(
         normalized=normalized,
         listed=listed,
     )
-    if len(pairs) + len(answer.claims) > _INLINE_ITEMS:
+    # per citation too: 2,000 bare URLs (no claim, no pair) held the event loop for ~100 ms
+    if len(pairs) + len(answer.claims) + len(answer.citations) > _INLINE_ITEMS:
         return await asyncio.to_thread(roll_up)
     return roll_up()
 
@@ -790,6 +793,8 @@ def _final_url(fetched: Mapping[str, FetchResult], key: str) -> str | None:
 # claims, citations or pairs handled on the event loop at once, at most, when building pairs,
 # resolving URLs and writing reports (~10 µs each); more go to a thread
 _INLINE_ITEMS = 64
+# claim text (characters, all claims) whose pairs are built on the event loop, at most
+_INLINE_CLAIM_CHARS = 8_000
 
 
 def _roll_up(

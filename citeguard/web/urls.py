@@ -26,7 +26,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 import ada_url
 import idna
@@ -37,6 +37,7 @@ from citeguard.models import CitationStatus
 
 __all__ = [
     "DEFAULT_ALLOWED_SCHEMES",
+    "MAX_URL_CHARS",
     "TRACKING_PARAMS",
     "IPAddress",
     "UrlProblem",
@@ -104,6 +105,13 @@ class UrlProblem(CiteguardError, ValueError):
 
 def _malformed(reason: str) -> UrlProblem:
     return UrlProblem(CitationStatus.MALFORMED_URL, reason)
+
+
+# The longest URL citeguard reads. RFC 9110 asks servers to take request lines of 8,000
+# octets; a cited "URL" past that is an LLM's run-on text, and every step that reads it (the
+# canonicaliser's per-character escapes, the source table's parent names, the host's labels)
+# is then bounded by this, not by the answer's size.
+MAX_URL_CHARS: Final = 8192
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,10 +346,16 @@ def normalize_url(url: str, *, allowed_schemes: frozenset[str] = DEFAULT_ALLOWED
             ``data:``, ``file:``, ``mailto:``, ``ftp:``, ...); ``MALFORMED_URL`` when WHATWG parsing
             fails (bad port, invalid host, ...) and where citeguard is stricter than a browser: no
             ``//`` after the scheme (``http:host``, ``http:///host``), port 0, a host label outside
-            letters/digits/hyphens/underscores or too long, control characters.
+            letters/digits/hyphens/underscores or too long, control characters, a URL longer
+            than :data:`MAX_URL_CHARS`.
     """
     if not isinstance(url, str):
         raise _malformed(f"URL must be a string, not {type(url).__name__}")
+    if len(url) > MAX_URL_CHARS:
+        raise _malformed(
+            f"URL {url[:60]!r}… is {len(url):,} characters long; citeguard reads URLs of at "
+            f"most {MAX_URL_CHARS:,} characters (RFC 9110 asks servers for 8,000)"
+        )
     text = _preprocess(url)
     if not text:
         raise _malformed("empty URL")
