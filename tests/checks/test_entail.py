@@ -378,8 +378,9 @@ def test_make_entailer(tmp_path: Path) -> None:
 
 
 def test_auto_backend_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``auto`` (the default): the local model when the [local] extra is installed; without
-    it, the judge when one is configured, else word overlap that says why and how to fix it."""
+    """``auto`` (the default): the local model, shipped in the package (torch or not); only
+    when its runtime is missing (a ``--no-deps`` install), the judge when one is configured,
+    else word overlap that says why and how to fix it."""
     judge_policy = JudgePolicy(base_url="http://127.0.0.1:9", model="m")
     assert isinstance(make_entailer(EntailmentPolicy()), LocalEntailer)
     assert isinstance(make_entailer(EntailmentPolicy(), judge_policy), LocalEntailer)
@@ -387,12 +388,14 @@ def test_auto_backend_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(wo, WordOverlapEntailer) and wo.fallback is None
     # the import system's own "not installed" marker: find_spec sees no torch
     monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    local = make_entailer(EntailmentPolicy())
+    assert isinstance(local, LocalEntailer) and local.encoder_name == "minilm-onnx-int8"
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
     fallback = make_entailer(EntailmentPolicy())
     assert isinstance(fallback, WordOverlapEntailer)
-    assert fallback.fallback is not None and "torch is missing" in fallback.fallback
-    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu && " in (
-        fallback.fallback
-    )
+    assert fallback.fallback is not None and "onnxruntime is missing" in fallback.fallback
+    assert "pip install citeguard-agent" in fallback.fallback
     assert isinstance(make_entailer(EntailmentPolicy(), judge_policy), JudgeEntailer)
     # an explicit backend is honoured as asked (and fails when its extra is absent)
     assert isinstance(make_entailer(EntailmentPolicy(backend="local")), LocalEntailer)
@@ -408,7 +411,7 @@ async def test_auto_fallback_is_reported_and_still_judges(
         "May 2021 after four years of construction work.</p></article></body></html>"
     )
     url = farm.add("news.example.org", "/bridge", body=page)
-    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
     async with Guard(Policy.for_tests(), resolver=farm.resolver) as guard:
         good = await guard.check(
             f"The river bridge opened to traffic in May 2021 [1].\n\n[1]: {url}"
