@@ -95,7 +95,7 @@ CACHE = Path("/tmp/regime_cache")
 RESULTS = ROOT / "benchmarks" / "results"
 SEED = 16  # the fit has no randomness (L-BFGS from zeros); the FreshQA 5-fold split uses it
 EMBED_DIM = 384
-EMBED_VERSION = "minilm-l6-v2-norm-v2-noq"  # regime_embedding_text
+EMBED_VERSION = "minilm-l6-v2-int8-onnx-noq"  # the shipped int8 encoder, regime_embedding_text
 FRESHQA_NOW = datetime(2026, 4, 21, tzinfo=UTC)
 SITUATEDQA_NOW = datetime(2021, 11, 15, tzinfo=UTC)
 PAT_NOW = datetime(2023, 12, 30, tzinfo=UTC)

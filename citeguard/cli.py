@@ -149,8 +149,8 @@ def _parser() -> argparse.ArgumentParser:
         "--entailment",
         choices=["auto", "local", "word_overlap", "none"],
         default="auto",
-        help="claim-support backend (default: auto, the local model when the [local] extra is "
-        "installed, else word overlap, which the output says; 'none' skips it)",
+        help="claim-support backend (default: auto, the local model shipped in the package; "
+        "word overlap, which the output says, only if its runtime is missing; 'none' skips it)",
     )
 
     d = sub.add_parser("demo", help="replay the bundled scenario (offline)")

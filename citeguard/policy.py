@@ -211,12 +211,13 @@ class EntailmentPolicy(_Section):
     """Claim entailment."""
 
     check_entailment: bool = True
-    # "auto": the local model when the [local] extra is installed, else the judge when
-    # Policy.judge is configured, else word overlap (a weaker tier the verdict reports)
+    # "auto": the local model (shipped in the package; its runtime is a base dependency), else
+    # the judge when Policy.judge is configured, else word overlap (a weaker tier, reported)
     backend: Literal["auto", "local", "nli", "judge", "word_overlap", "none"] = "auto"
     model_path: str | None = None  # for backend="nli"; backend="judge" uses Policy.judge
-    # the local scorer's sentence model: "auto" = all-MiniLM-L6-v2 as int8 on ONNX Runtime when
-    # onnxruntime is installed (built from the bundled weights, ~2.5x faster), else torch fp32
+    # the local scorer's sentence model: "auto" = all-MiniLM-L6-v2 as int8 on ONNX Runtime, the
+    # model shipped in the package (~2.5x faster than torch); "torch" = fp32 on torch, for
+    # those who ask (the [local] extra)
     encoder: Literal["auto", "onnx_int8", "torch"] = "auto"
     # the judge's confidence floor for "supported" (below it: uncertain), and the cut-off of
     # the legacy LocalWeights scorer; the other backends read their bands (below)

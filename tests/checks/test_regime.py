@@ -27,6 +27,7 @@ from citeguard.checks.freshness import (
     classify_freshness,
     regime_features,
 )
+from citeguard.checks.onnx_minilm import onnx_available
 from citeguard.errors import MissingExtraError
 from citeguard.models import CitationReport, CitationStatus, Severity
 from citeguard.policy import FreshnessPolicy
@@ -52,19 +53,8 @@ def _fake_embed(calls: list[tuple[str, str]] | None = None) -> Any:
     return embed
 
 
-def _minilm_available() -> bool:
-    try:
-        import sentence_transformers  # noqa: F401
-
-        from citeguard.checks.entail import bundled_model_path
-
-        bundled_model_path()
-    except (ImportError, MissingExtraError):
-        return False
-    return True
-
-
-needs_minilm = pytest.mark.skipif(not _minilm_available(), reason="the local extra is absent")
+# the shipped int8 encoder runs on base dependencies: the tests below need nothing extra
+needs_minilm = pytest.mark.skipif(not onnx_available(), reason="onnxruntime is not installed")
 
 
 # --------------------------------------------------------------------------------------------
@@ -328,8 +318,8 @@ def _jsonl(name: str) -> list[dict[str, Any]]:
 @needs_minilm
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data not available")
 def test_shipped_model_on_freshqa_dev() -> None:
-    """A regression guard for the artifact on the FreshQA dev questions it was fitted with (89
-    of 100; benchmarks/results/train_regime.json has the held-out figures: 0.80, rules 0.78)."""
+    """A regression guard for the artifact on the FreshQA dev questions it was fitted with (88
+    of 100; benchmarks/results/train_regime.json has the held-out figures: 0.78, rules 0.78)."""
     rows = _jsonl("freshqa_dev")
     mapping = {"never-changing": "insensitive", "slow-changing": "slow", "fast-changing": "fast"}
     now = datetime(2026, 4, 21, tzinfo=UTC)
