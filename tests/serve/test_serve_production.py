@@ -82,10 +82,11 @@ def test_concurrency_limit(service: Service, upstream: FakeUpstream, pages: Page
 
 
 def test_repaired_answer(service: Service, upstream: FakeUpstream, pages: Pages) -> None:
-    # the second sentence's dead link is re-pointed at the page the run already holds
+    # the second sentence's dead link is re-pointed at the page the run already holds (a repair
+    # swaps in only a page that supports the claim: the link's words are the page's too)
     answer = (
         f"{good(pages)} It was completed in 1889 for the World's Fair "
-        f"([source]({pages.url('/dead')}))."
+        f"([The Eiffel Tower]({pages.url('/dead')}))."
     )
     upstream.script(answer)
     client = openai.OpenAI(base_url=f"{service.url}/v1", api_key=KEY, max_retries=0, timeout=60)
