@@ -91,6 +91,31 @@ async def settle(seconds: float = 0.2) -> None:
     await asyncio.sleep(seconds)
 
 
+class GcPauses:
+    """The garbage collector's pauses (ms) while the ``with`` block runs (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+        self._started: list[float] = []
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._started.append(time.perf_counter())
+        elif self._started:
+            self.pauses.append((time.perf_counter() - self._started.pop()) * 1000)
+
+    def __enter__(self) -> GcPauses:
+        gc.callbacks.append(self._on_gc)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._on_gc)
+
+    @property
+    def max_ms(self) -> float:
+        return round(max(self.pauses, default=0.0), 2)
+
+
 class LagProbe:
     """A ticker coroutine: wakes every ``tick`` seconds and records how late it woke.
 
@@ -1148,15 +1173,6 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
         await asyncio.sleep(cfg.pick(1.0, 0.5, 0.1))
     runs: list[dict[str, Any]] = []
     statuses: Counter[str] = Counter()
-    pauses: list[float] = []
-    started: list[float] = []
-
-    def on_gc(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            started.append(time.perf_counter())
-        elif started:
-            pauses.append((time.perf_counter() - started.pop()) * 1000)
-
     # the default entailer, but the word-overlap one at smoke size (seconds, no model load)
     overlap = {"entailer": ctx.entailer("word_overlap")} if cfg.size == "smoke" else {}
     async with Guard(policy, resolver=web.resolver(), now=lambda: NOW, **overlap) as g:
@@ -1180,18 +1196,16 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
                 await settle()
                 if variant == "gc_frozen":
                     gc.freeze()
-                pauses.clear()
-                gc.callbacks.append(on_gc)
                 cpu0 = time.process_time()
                 try:
-                    async with LagProbe() as probe:
-                        t0 = time.perf_counter()
-                        verdicts = await asyncio.gather(
-                            *(g.check(t, question=QUESTION) for t in texts)
-                        )
-                        wall = time.perf_counter() - t0
+                    with GcPauses() as gc_pauses:
+                        async with LagProbe() as probe:
+                            t0 = time.perf_counter()
+                            verdicts = await asyncio.gather(
+                                *(g.check(t, question=QUESTION) for t in texts)
+                            )
+                            wall = time.perf_counter() - t0
                 finally:
-                    gc.callbacks.remove(on_gc)
                     gc.unfreeze()
                 cpu = time.process_time() - cpu0
                 statuses = Counter(c.status.value for v in verdicts for c in v.citations)
@@ -1204,8 +1218,8 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
                         "cpu_s_this_process": round(cpu, 2),
                         "bare_aiohttp_wall_s": round(bare_wall, 3),
                         "loop_lag": probe.summary(),
-                        "gc_pause_max_ms": round(max(pauses, default=0.0), 2),
-                        "gc_pauses_over_20ms": sum(1 for p in pauses if p > 20),
+                        "gc_pause_max_ms": gc_pauses.max_ms,
+                        "gc_pauses_over_20ms": sum(1 for p in gc_pauses.pauses if p > 20),
                         "statuses": dict(statuses),
                         "loadavg": [round(x, 2) for x in os.getloadavg()],
                     }
@@ -1326,32 +1340,19 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
     runs = [(name, answer, policy) for name, answer in inputs.items()]
     runs.append(("items_20k_uncapped", inputs["items_20k"], uncapped))
     out: dict[str, Any] = {"inputs": {}}
-    pauses: list[float] = []
-    started: list[float] = []
-
-    def on_gc(phase: str, info: dict[str, Any]) -> None:
-        if phase == "start":
-            started.append(time.perf_counter())
-        elif started:
-            pauses.append((time.perf_counter() - started.pop()) * 1000)
-
     try:
         for name, answer, pol in runs:
             async with Guard(pol, entailer=None, now=lambda: NOW) as g:
                 await settle()
-                pauses.clear()
-                gc.callbacks.append(on_gc)
-                try:
+                with GcPauses() as gc_pauses:
                     async with LagProbe() as probe:
                         t0 = time.perf_counter()
                         verdict = await g.check(answer, question=QUESTION)
                         wall = time.perf_counter() - t0
-                finally:
-                    gc.callbacks.remove(on_gc)
             out["inputs"][name] = {
                 "wall_s": round(wall, 3),
                 "loop_lag": probe.summary(),
-                "gc_pause_max_ms": round(max(pauses, default=0.0), 2),
+                "gc_pause_max_ms": gc_pauses.max_ms,
                 "citations": len(verdict.citations),
                 "claims": len(verdict.claims),
                 "passed": verdict.passed,
