@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterator
 
 import httpx
@@ -142,10 +143,14 @@ def test_strip_on_fail(upstream: FakeUpstream, pages: Pages) -> None:
 
 def test_one_log_line_per_request(service: Service, upstream: FakeUpstream, pages: Pages) -> None:
     lines: list[dict[str, object]] = []
+    logged = threading.Event()  # the server writes its line once the response has gone out
 
     class Collect(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            lines.append(json.loads(record.getMessage()))
+            line = json.loads(record.getMessage())
+            lines.append(line)
+            if line.get("event") == "request" and line.get("path") == "/v1/chat/completions":
+                logged.set()
 
     logger = logging.getLogger("citeguard.serve")
     handler, level = Collect(), logger.level
@@ -159,6 +164,7 @@ def test_one_log_line_per_request(service: Service, upstream: FakeUpstream, page
             headers=AUTH,
             timeout=60,
         )
+        assert logged.wait(60), "no request log line within 60 s of the response"
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
