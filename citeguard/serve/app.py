@@ -36,9 +36,11 @@ from citeguard.serve.limits import KeyLimits, LimitExceeded
 from citeguard.serve.metrics import Metrics, sample_loop_lag
 from citeguard.serve.overrides import bounded_policy
 from citeguard.serve.proxy import Record, guarded_call, guarded_stream, open_stream
+from citeguard.serve.runtime import Runtime
 from citeguard.serve.settings import Settings, key_id
 from citeguard.serve.upstream import Upstream, UpstreamError
 from citeguard.serve.verdicts import log_summary, verdict_json
+from citeguard.serve.worker import GuardLoop
 from citeguard.snapshot import SnapshotStore, open_store
 
 __all__ = ["CheckRequest", "create_app"]
@@ -138,40 +140,45 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """The service's app; ``uvicorn.run(create_app(settings))`` serves it."""
     settings = settings or Settings()
     metrics = Metrics()
+    edge_state = _EdgeState()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        location = settings.store
-        store = open_store(location) if location else None
-        guard = Guard(settings.policy, cache=store, limits_redis=settings.redis)
-        app.state.guard = guard
-        app.state.guards = _Guards(guard, store, settings)
+        worker = GuardLoop()
+        worker.start()
+        app.state.worker = worker
         app.state.ready = asyncio.Event()
         app.state.draining = False
-        app.state.upstream = _upstream(settings, settings.upstream, "bearer")
-        app.state.anthropic = _upstream(
-            settings, settings.anthropic_upstream or settings.upstream, "x-api-key"
-        )
+        location = settings.store
+
+        async def setup() -> tuple[SnapshotStore | None, Guard]:
+            # made on the guard loop: the Guard's and the upstreams' sessions belong to it
+            store = open_store(location) if location else None
+            guard = Guard(settings.policy, cache=store, limits_redis=settings.redis)
+            app.state.guards = _Guards(guard, store, settings)
+            app.state.upstream = _upstream(settings, settings.upstream, "bearer")
+            app.state.anthropic = _upstream(
+                settings, settings.anthropic_upstream or settings.upstream, "x-api-key"
+            )
+            return store, guard
+
+        store, guard = await worker.run(setup())
+        app.state.guard = guard
 
         async def warm() -> None:
             try:
-                await guard.warm_up()
+                await worker.run(guard.warm_up())
             except Exception as e:  # a model that cannot load: not ready, and the log says why
                 log.error(
                     json.dumps({"event": "warm_up_failed", "error": f"{type(e).__name__}: {e}"})
                 )
                 return
+            if runtime is not None:
+                runtime.apply()
+                tasks.append(asyncio.create_task(runtime.collector()))
             app.state.ready.set()
 
-        warming = asyncio.create_task(warm())
-        lag = asyncio.create_task(sample_loop_lag(metrics))
-        try:
-            yield
-        finally:
-            app.state.draining = True
-            warming.cancel()
-            lag.cancel()
-            await asyncio.gather(warming, lag, return_exceptions=True)
+        async def teardown() -> None:
             await app.state.guards.aclose()
             await guard.aclose()
             for up in (app.state.upstream, app.state.anthropic):
@@ -183,6 +190,33 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     out = close()
                     if asyncio.iscoroutine(out):
                         await out
+
+        runtime = (
+            Runtime(busy=lambda: edge_state.busy > 0, pauses=metrics.gc_full)
+            if settings.runtime == "tuned"
+            else None
+        )
+        tasks: list[asyncio.Task[None]] = []
+        warming = asyncio.create_task(warm())
+        lag = asyncio.create_task(sample_loop_lag(metrics.loop_lag))
+        guard_lag = asyncio.run_coroutine_threadsafe(
+            sample_loop_lag(metrics.guard_loop_lag), worker.loop
+        )
+        try:
+            yield
+        finally:
+            app.state.draining = True
+            tasks += [warming, lag]
+            for task in tasks:
+                task.cancel()
+            guard_lag.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            try:
+                await worker.run(teardown())
+            finally:
+                await worker.stop()
+                if runtime is not None:
+                    runtime.restore()
 
     app = FastAPI(
         title="citeguard serve",
@@ -289,19 +323,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise ApiError(400, "invalid_request", f"{where}: {first['msg']}") from None
         policy = bounded_policy(settings.policy, req.policy)
         await _ready(request, settings)
-        async with request.app.state.guards.use(policy) as guard:
-            verdict = await guard.check(
-                req.answer,
-                question=req.question,
-                searches=req.searches if req.searches is not None else [],
-                references=req.references,
-                documents=req.documents,
-            )
-        outcome = "passed" if verdict.passed else "rejected"
         record = _record(request)
-        record.outcome, record.verdict = outcome, verdict
-        metrics.observe_verdict("/v1/check", verdict, outcome, 0)
-        return JSONResponse(verdict_json(verdict), headers={"x-citeguard-verdict": outcome})
+        guards: _Guards = request.app.state.guards
+
+        documents: dict[int | str, str] | None = None
+        if req.documents is not None:
+            documents = {k: v for k, v in req.documents.items()}
+
+        async def work() -> Response:
+            async with guards.use(policy) as guard:
+                verdict = await guard.check(
+                    req.answer,
+                    question=req.question,
+                    searches=req.searches if req.searches is not None else [],
+                    references=req.references,
+                    documents=documents,
+                )
+            outcome = "passed" if verdict.passed else "rejected"
+            record.outcome, record.verdict = outcome, verdict
+            metrics.observe_verdict("/v1/check", verdict, outcome, 0)
+            # encoded here too: the verdict's JSON is the largest thing a request builds
+            return JSONResponse(verdict_json(verdict), headers={"x-citeguard-verdict": outcome})
+
+        worker: GuardLoop = request.app.state.worker
+        return await worker.run(work())
 
     # ------------------------------------------------------------------ the proxies
 
@@ -325,12 +370,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         record = _record(request)
         await _ready(request, settings)
         route = dialect.path
+        worker: GuardLoop = request.app.state.worker
+        guards: _Guards = request.app.state.guards
         if body.get("stream") is True:
             # open the upstream's stream before answering, so its refusal is a real status
-            stream = await open_stream(upstream, dialect, body, incoming, record)
+            stream = await worker.run(open_stream(upstream, dialect, body, incoming, record))
 
-            async def events() -> AsyncIterator[bytes]:
-                async with request.app.state.guards.use(policy) as g:
+            async def events() -> AsyncIterator[bytes]:  # runs on the guard loop
+                async with guards.use(policy) as g:
                     async for chunk in guarded_stream(
                         g,
                         dialect,
@@ -345,19 +392,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     metrics.observe_verdict(route, record.verdict, record.outcome, record.attempts)
 
             return StreamingResponse(
-                events(),
+                worker.iterate(events()),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-cache", "x-citeguard-mode": mode},
             )
-        async with request.app.state.guards.use(policy) as guard:
-            try:
-                status, out, headers = await guarded_call(
-                    guard, upstream, dialect, body, incoming, record
-                )
-            finally:
-                if record.outcome is not None:
-                    metrics.observe_verdict(route, record.verdict, record.outcome, record.attempts)
-        return JSONResponse(out, status_code=status, headers=headers)
+
+        async def call() -> Response:
+            async with guards.use(policy) as guard:
+                try:
+                    status, out, headers = await guarded_call(
+                        guard, upstream, dialect, body, incoming, record
+                    )
+                finally:
+                    if record.outcome is not None:
+                        metrics.observe_verdict(
+                            route, record.verdict, record.outcome, record.attempts
+                        )
+            return JSONResponse(out, status_code=status, headers=headers)
+
+        return await worker.run(call())
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
@@ -371,7 +424,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def messages(request: Request) -> Response:
         return await proxy(request, ANTHROPIC, request.app.state.anthropic)
 
-    app.add_middleware(_Edge, settings=settings, metrics=metrics, limits=limits)
+    app.add_middleware(_Edge, settings=settings, metrics=metrics, limits=limits, state=edge_state)
     return app
 
 
@@ -441,14 +494,28 @@ def _presented_key(headers: Any) -> str | None:
     return str(key) if key else None
 
 
+class _EdgeState:
+    """What the edge knows across requests: how many API requests are in flight."""
+
+    def __init__(self) -> None:
+        self.busy = 0
+
+
 class _Edge:
     """The ASGI layer in front of the app: auth, per-key limits, the body cap, in-flight
     metrics and one JSON log line per request. Answers errors in the route's API shape."""
 
     def __init__(
-        self, app: ASGIApp, *, settings: Settings, metrics: Metrics, limits: KeyLimits
+        self,
+        app: ASGIApp,
+        *,
+        settings: Settings,
+        metrics: Metrics,
+        limits: KeyLimits,
+        state: _EdgeState,
     ) -> None:
         self.app = app
+        self.state = state
         self.settings = settings
         self.metrics = metrics
         self.limits = limits
@@ -489,7 +556,9 @@ class _Edge:
         presented = _presented_key(headers)
         who = key_id(presented) if presented and self._keys else "-"
         limited = False
+        api = path.startswith("/v1/")
         self.metrics.in_flight.inc()
+        self.state.busy += api
         try:
             if path not in _OPEN_PATHS and not self._authorized(presented):
                 await refuse(
@@ -527,6 +596,7 @@ class _Edge:
             if limited:
                 self.limits.release(who)
             self.metrics.in_flight.dec()
+            self.state.busy -= api
             self._finish(scope, headers, record, status["code"], time.perf_counter() - t0, who)
 
     def _finish(

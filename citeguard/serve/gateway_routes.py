@@ -29,8 +29,8 @@ and it answers ``verdict: false`` ("could not verify in time"), or ``true`` with
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, TypeVar
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,6 +54,8 @@ __all__ = [
     "PortkeyWebhookResponse",
     "router",
 ]
+
+T = TypeVar("T")
 
 router = APIRouter(tags=["gateways"])
 
@@ -105,8 +107,12 @@ async def litellm_basic_guardrail_api(
     on_fail = _on_fail(params.get("on_fail"), request)
     guard = _guard(request)
     question = question_of(body.structured_messages)
-    outcomes = await asyncio.gather(
-        *(guard_answer(guard, text, question=question, on_fail=on_fail) for text in body.texts)
+    texts = body.texts
+    outcomes = await _on_guard_loop(
+        request,
+        lambda: asyncio.gather(
+            *(guard_answer(guard, text, question=question, on_fail=on_fail) for text in texts)
+        ),
     )
     meta = [o.metadata() for o in outcomes]
     blocked = [o.message for o in outcomes if o.blocked]
@@ -181,8 +187,9 @@ async def portkey_webhook(
     budget = max(timeout_ms / 1000.0 - _MARGIN_S, 0.05)
     try:
         async with asyncio.timeout(budget):
-            outcome = await guard_answer(
-                guard, answer, question=question_of(messages), on_fail=mode
+            outcome = await _on_guard_loop(
+                request,
+                lambda: guard_answer(guard, answer, question=question_of(messages), on_fail=mode),
             )
     except TimeoutError:
         return PortkeyWebhookResponse(
@@ -224,6 +231,19 @@ def _guard(request: Request) -> Guard:
     if not isinstance(guard, Guard):
         raise _HTTPError(status_code=503, detail="citeguard's Guard is not running")
     return guard
+
+
+async def _on_guard_loop(request: Request, work: Callable[[], Awaitable[T]]) -> T:
+    """``work()`` run where the app's Guard lives: its guard loop (see ``serve/worker.py``)."""
+    worker = getattr(request.app.state, "worker", None)
+
+    async def run() -> T:
+        return await work()
+
+    if worker is None:
+        return await run()
+    result: T = await worker.run(run())
+    return result
 
 
 def _on_fail(value: object, request: Request) -> OnFail:

@@ -16,17 +16,17 @@ _LAG_BUCKETS = (
     0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1,
     0.25, 0.5, 1, 2.5, 5,
 )  # fmt: skip
-LAG_INTERVAL = 0.05
+LAG_INTERVAL = 0.01
 
 
-async def sample_loop_lag(metrics: Metrics) -> None:
-    """Until cancelled: how late a 50 ms timer fires, into ``citeguard_event_loop_lag_seconds``
-    (a stalled loop delays every request it serves by as much)."""
+async def sample_loop_lag(histogram: Histogram) -> None:
+    """Until cancelled: how late a 10 ms timer fires on the running loop, into ``histogram``
+    (a stalled loop delays everything it runs by as much)."""
     loop = asyncio.get_running_loop()
     while True:
         t = loop.time()
         await asyncio.sleep(LAG_INTERVAL)
-        metrics.loop_lag.observe(max(0.0, loop.time() - t - LAG_INTERVAL))
+        histogram.observe(max(0.0, loop.time() - t - LAG_INTERVAL))
 
 
 class Metrics:
@@ -69,7 +69,19 @@ class Metrics:
 
         self.loop_lag = Histogram(
             "citeguard_event_loop_lag_seconds",
-            "how late the event loop ran a timer (sampled every 50 ms)",
+            "how late the HTTP event loop ran a timer (sampled every 10 ms)",
+            buckets=_LAG_BUCKETS,
+            registry=r,
+        )
+        self.gc_full = Histogram(
+            "citeguard_gc_full_seconds",
+            "full garbage collections the tuned runtime ran (idle, or due)",
+            buckets=_LAG_BUCKETS,
+            registry=r,
+        )
+        self.guard_loop_lag = Histogram(
+            "citeguard_guard_loop_lag_seconds",
+            "how late the guard's event loop (checks, upstream calls) ran a timer (every 10 ms)",
             buckets=_LAG_BUCKETS,
             registry=r,
         )

@@ -1,0 +1,90 @@
+"""How ``citeguard serve`` tunes the interpreter when the process is its own
+(``Settings.runtime == "tuned"``, the default of the ``citeguard serve`` command; an app that
+embeds :func:`~citeguard.serve.create_app` keeps ``"default"`` and decides for itself).
+
+Two process-wide costs would otherwise stall the HTTP loop while the guard loop works
+(``serve/worker.py``), both measured with 200 concurrent streams (``benchmarks/bench_serve.py``):
+
+* **The GIL hand-over.** Each socket write or ``select`` on the HTTP loop gives up the GIL and
+  then waits for it: up to ``sys.getswitchinterval()`` (5 ms) while the guard thread computes,
+  so an HTTP loop turn with a hundred writes waited 0.5 s. The interval is set to 0.1 ms.
+* **Full garbage collections.** A gen-2 collection walks every tracked object with the GIL held,
+  whichever thread triggers it: 60-170 ms with 200 streams in flight. After warm-up, start-up's
+  objects are frozen (``gc.freeze()``: modules, the model) and automatic gen-2 collections are
+  off; young collections (gen 0 and 1, a few ms) still run, and a full collection runs when no
+  request is in flight (checked every second) and at least every ``FULL_GC_EVERY`` seconds
+  under constant load, so cyclic garbage that outlives the young generations is still freed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+import time
+from collections.abc import Callable
+from typing import Literal
+
+from prometheus_client import Histogram
+
+__all__ = ["FULL_GC_EVERY", "SWITCH_INTERVAL", "Runtime", "RuntimeMode"]
+
+RuntimeMode = Literal["tuned", "default"]
+
+SWITCH_INTERVAL = 0.0001
+FULL_GC_EVERY = 60.0
+_IDLE_CHECK = 1.0
+_NO_AUTOMATIC_GEN2 = 1_000_000_000
+
+
+class Runtime:
+    """The tuning of one service process: ``apply`` after warm-up, ``restore`` at shutdown,
+    ``collector`` (a task) runs the full collections."""
+
+    def __init__(self, *, busy: Callable[[], bool], pauses: Histogram) -> None:
+        self._busy = busy
+        self._pauses = pauses
+        self._saved: tuple[tuple[int, int, int], float] | None = None
+        self._last_full = time.monotonic()
+
+    def apply(self) -> None:
+        if self._saved is not None:
+            return
+        self._saved = (gc.get_threshold(), sys.getswitchinterval())
+        gc.collect()
+        gc.freeze()
+        t0, t1, _ = gc.get_threshold()
+        gc.set_threshold(t0, t1, _NO_AUTOMATIC_GEN2)
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        self._last_full = time.monotonic()
+
+    def restore(self) -> None:
+        if self._saved is None:
+            return
+        thresholds, interval = self._saved
+        gc.set_threshold(*thresholds)
+        sys.setswitchinterval(interval)
+        gc.unfreeze()
+        self._saved = None
+
+    def collect_if_due(self) -> bool:
+        """Run a full collection when none is running automatically and one is due: nothing is
+        in flight and young collections promoted objects since the last, or ``FULL_GC_EVERY``
+        has passed. Whether it ran."""
+        if self._saved is None:
+            return False
+        now = time.monotonic()
+        idle = not self._busy() and gc.get_count()[2] > 0
+        if not idle and now - self._last_full < FULL_GC_EVERY:
+            return False
+        t0 = time.perf_counter()
+        gc.collect()
+        self._pauses.observe(time.perf_counter() - t0)
+        self._last_full = time.monotonic()
+        return True
+
+    async def collector(self) -> None:
+        """Until cancelled: :meth:`collect_if_due` every second."""
+        while True:
+            await asyncio.sleep(_IDLE_CHECK)
+            self.collect_if_due()
