@@ -10,7 +10,7 @@ import os
 import socket
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from citeguard.errors import PolicyError
 from citeguard.serve.settings import (
@@ -21,7 +21,7 @@ from citeguard.serve.settings import (
     settings_from,
 )
 
-__all__ = ["add_arguments", "listen", "serve_main", "settings_of"]
+__all__ = ["add_arguments", "listen", "runtime_of", "serve_main", "settings_of"]
 
 # flag → (settings field, environment variable)
 _OPTIONS: dict[str, tuple[str, str]] = {
@@ -169,6 +169,13 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def runtime_of(args: argparse.Namespace, env: Mapping[str, str]) -> Literal["tuned", "default"]:
+    """The runtime of a ``citeguard serve`` process: ``--runtime``, else ``CITEGUARD_RUNTIME``,
+    else ``tuned`` (the process is the service's; see ``serve/runtime.py``)."""
+    chosen = getattr(args, "runtime", None) or env.get(ENV_PREFIX + "RUNTIME") or "tuned"
+    return settings_from({"runtime": chosen}).runtime
+
+
 def serve_main(args: argparse.Namespace, *, env: Mapping[str, str] | None = None) -> int:
     """Run the service until SIGINT/SIGTERM (requests in flight drain first)."""
     try:
@@ -181,8 +188,7 @@ def serve_main(args: argparse.Namespace, *, env: Mapping[str, str] | None = None
         raise MissingExtraError(e.name or "fastapi", "serve") from e
     env_map = os.environ if env is None else env
     settings = settings_of(args, env_map)
-    if getattr(args, "runtime", None) is None and not env_map.get(ENV_PREFIX + "RUNTIME"):
-        settings = settings.model_copy(update={"runtime": "tuned"})  # the process is the service's
+    settings = settings.model_copy(update={"runtime": runtime_of(args, env_map)})
     settings.check_bind()
     _logging()
     sock = listen(settings.host, settings.port)

@@ -142,3 +142,21 @@ def test_no_key_binds_loopback_only(policy_file: Path) -> None:
     assert out.returncode == 2
     assert "binds to 127.0.0.1 only" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_runtime_is_tuned_unless_told() -> None:
+    import argparse
+
+    from citeguard.errors import PolicyError
+    from citeguard.serve.main import runtime_of, settings_of
+
+    none = argparse.Namespace(runtime=None)
+    assert runtime_of(none, {}) == "tuned"
+    assert runtime_of(none, {"CITEGUARD_RUNTIME": "default"}) == "default"
+    assert runtime_of(argparse.Namespace(runtime="default"), {"CITEGUARD_RUNTIME": "tuned"}) == (
+        "default"
+    )
+    with pytest.raises(PolicyError, match="runtime"):
+        runtime_of(none, {"CITEGUARD_RUNTIME": "fast"})
+    # an app that embeds create_app keeps the interpreter's own settings
+    assert settings_of(none, {}).runtime == "default"
