@@ -521,14 +521,23 @@ class Guard:
         mode: StreamMode = "hold",
         searches: Sequence[SearchRecord | Any] | Mapping[str, Any] | object | None = None,
         exclude_urls: frozenset[str] | set[str] = frozenset(),
+        late_citations: bool = False,
     ) -> EventStream:
         """Verify an answer while it streams (:mod:`citeguard.stream`): ``async for event in
         guard.stream(chunks, question=...)`` yields released and held text, each citation's
         status as it lands, and last the verdict, equal to :meth:`check` on the whole text.
-        ``searches``: as :meth:`check` takes them."""
+        ``searches``: as :meth:`check` takes them. ``late_citations``: the stream's citation
+        objects may arrive after the text they cite (OpenAI annotations); ``hold`` then keeps a
+        sentence that cites nothing inline pending until the verdict instead of releasing it."""
         records = None if searches is None else as_search_records(searches, now=self._now())
         return stream_answer(
-            self, chunks, question=question, mode=mode, searches=records, exclude_urls=exclude_urls
+            self,
+            chunks,
+            question=question,
+            mode=mode,
+            searches=records,
+            exclude_urls=exclude_urls,
+            late_citations=late_citations,
         )
 
     def stream_run(
@@ -538,11 +547,15 @@ class Guard:
         /,
         *,
         mode: StreamMode = "hold",
+        late_citations: bool = False,
         **kwargs: Any,
     ) -> EventStream:
         """:meth:`run` with an answer function that streams: each attempt's events, then a
-        ``StreamResult`` with the :class:`GuardResult` (:func:`citeguard.stream.stream_run`)."""
-        return stream_run(self, answer_stream_fn, question, mode=mode, **kwargs)
+        ``StreamResult`` with the :class:`GuardResult` (:func:`citeguard.stream.stream_run`;
+        ``late_citations`` as :meth:`stream` takes it)."""
+        return stream_run(
+            self, answer_stream_fn, question, mode=mode, late_citations=late_citations, **kwargs
+        )
 
 
 async def _dates_wanted(regime: asyncio.Future[FreshnessClass], policy: Policy) -> bool:

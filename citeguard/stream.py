@@ -25,6 +25,16 @@ for good (``held`` events), and the text after the last sentence (a reference li
 only when the verdict passes. ``annotate`` releases every chunk as it arrives; the statuses
 follow as ``citation`` events. In both modes released plus held text is the whole answer.
 
+``late_citations=True`` (``hold`` only): the stream's citation objects may arrive *after* the
+text they cite (OpenAI ``url_citation`` annotations: a chat delta's ``annotations``, Responses
+``response.output_text.annotation.added`` events), so a sentence that cites nothing inline may
+yet turn out to be cited. Such a sentence is then not released when it completes: it is held
+pending (not failed) until the stream ends, and the sentences after it wait (release stays in
+order); at the end the verdict decides it, as for a sentence whose early work could not decide.
+A sentence with inline citations is still released once they pass. The verdict is
+``check()`` on the text; whoever holds the citation objects checks them too (``citeguard
+serve`` checks the whole response and releases no further than its first failing claim).
+
 A ``citeguard.stream`` span (GUARDRAIL) covers the stream; the ``citeguard.check`` span of the
 final verdict is its child. Its events mark each URL completed and fetched and each sentence
 completed, released (with how long it was held) or held; its attributes sum up (held
@@ -269,10 +279,13 @@ def stream_answer(
     mode: StreamMode = "hold",
     searches: Sequence[SearchRecord] | None = None,
     exclude_urls: frozenset[str] | set[str] = frozenset(),
+    late_citations: bool = False,
 ) -> EventStream:
     """Verify the answer ``chunks`` stream while it streams; yields :data:`StreamEvent` values
     ending with one :class:`StreamVerdict` (see the module docstring). ``chunks``: text chunks
-    or provider streaming events (:mod:`citeguard.stream_adapters`)."""
+    or provider streaming events (:mod:`citeguard.stream_adapters`). ``late_citations``: the
+    stream's citation objects may come after their text; ``hold`` then keeps a sentence that
+    cites nothing inline pending until the verdict (see the module docstring)."""
     _check_mode(mode)
     if isinstance(chunks, str | bytes) or not isinstance(chunks, AsyncIterable | Iterable):
         raise UsageError(
@@ -284,6 +297,7 @@ def stream_answer(
         mode=mode,
         searches=None if searches is None else list(searches),
         exclude_urls=frozenset(exclude_urls),
+        late_citations=late_citations,
     )
     return _events(session, chunks)
 
@@ -294,14 +308,16 @@ def stream_run(
     question: str,
     *,
     mode: StreamMode = "hold",
+    late_citations: bool = False,
     **kwargs: Any,
 ) -> EventStream:
     """``Guard.run`` with a streaming answer function: each attempt's events (after a
     :class:`StreamAttempt`), then one :class:`StreamResult`. Regeneration, exclusions,
     feedback, budgets and ``on_fail`` are the loop's (``on_fail="raise"`` raises
-    ``CitationRejected`` after the last event)."""
+    ``CitationRejected`` after the last event). ``late_citations``: as :func:`stream_answer`
+    takes it, for every attempt."""
     _check_mode(mode)
-    return _run_events(guard, answer_stream_fn, question, mode, kwargs)
+    return _run_events(guard, answer_stream_fn, question, mode, late_citations, kwargs)
 
 
 def _check_mode(mode: str) -> None:
@@ -332,6 +348,7 @@ async def _run_events(
     answer_stream_fn: StreamAnswerFn,
     question: str,
     mode: StreamMode,
+    late_citations: bool,
     kwargs: dict[str, Any],
 ) -> EventStream:
     queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
@@ -357,7 +374,12 @@ async def _run_events(
             source = await source
         text = ""
         async for event in stream_answer(
-            guard, source, question=q, mode=mode, exclude_urls=exclude_urls
+            guard,
+            source,
+            question=q,
+            mode=mode,
+            exclude_urls=exclude_urls,
+            late_citations=late_citations,
         ):
             queue.put_nowait(event)
             if isinstance(event, StreamVerdict):
@@ -430,11 +452,15 @@ class _Session:
         mode: StreamMode,
         searches: list[SearchRecord] | None,
         exclude_urls: frozenset[str],
+        late_citations: bool = False,
     ) -> None:
         self.guard = guard
         self.policy = guard.policy
         self.question = question
         self.mode = mode
+        # hold: a sentence citing nothing inline may be cited by a citation object still to
+        # come; it waits for the verdict
+        self.late_citations = late_citations and mode == "hold"
         self.searches = searches
         self.exclude_urls = exclude_urls
         self.excluded = normalize_all(exclude_urls)
@@ -482,7 +508,10 @@ class _Session:
                 "citeguard.stream",
                 kind="GUARDRAIL",
                 input=self.question or None,
-                attributes={"citeguard.stream.mode": self.mode},
+                attributes={
+                    "citeguard.stream.mode": self.mode,
+                    "citeguard.stream.late_citations": self.late_citations,
+                },
             ) as span:
                 self._span = span
                 # the final check runs in this context: a child of this span, with its own judge
@@ -654,6 +683,8 @@ class _Session:
             },
         )
         if not sentence.answer.citations and not _errors(sentence.answer):
+            if self.late_citations:  # pending: the verdict decides (_settle)
+                return
             sentence.passed = True  # cites nothing: nothing to wait for
             return
         sentence.task = asyncio.create_task(self._verify(sentence))
@@ -862,7 +893,9 @@ class _Session:
             s = self.sentences.get((claim.start, claim.end))
             if s is None:  # defensive: every claim of the final parse has its sentence
                 s = _Sentence(claim=claim, answer=_one_claim(parsed, claim))
-            if s.passed is None:  # its early work failed (a snapshot miss): the verdict decides
+            # its early work failed (a snapshot miss), or it waited for late citation objects
+            # (late_citations): the verdict decides
+            if s.passed is None:
                 report = verdict.claims[i] if i < len(verdict.claims) else None
                 bad = [ch.url for ch in report.checks if ch.url in offending] if report else []
                 s.passed, s.failing = not bad, bad

@@ -337,6 +337,64 @@ async def test_hold_mode_holds_a_quote_until_it_closes(farm: Farm) -> None:
     assert _verdict_of(events).text == head + tail
 
 
+@pytest.mark.parametrize("late", [False, True])
+async def test_late_citations_hold_an_uncited_sentence_until_the_verdict(
+    farm: Farm, late: bool
+) -> None:
+    library = farm.add("late.example.org", "/eliot", body=LIBRARY)
+    uncited = "Middlemarch is a novel by George Eliot. "
+    cited = f"George Eliot was the pen name of Mary Ann Evans ([library]({library})). "
+    last = "She was born in 1819 in Warwickshire.\n"
+    answer = uncited + cited + last
+    fetched = asyncio.Event()  # the consumer has seen the library page's fetch land
+    events: list[StreamEvent] = []
+    before_end: list[StreamEvent] = []
+
+    async def agent() -> AsyncIterator[str]:
+        for piece in _pieces(uncited + cited + "She ", 7):
+            await asyncio.sleep(0)
+            yield piece
+        # the prefix with the library URL was parsed, so the uncited sentence was complete then
+        await asyncio.wait_for(fetched.wait(), WAIT)
+        before_end.extend(events)
+        for piece in _pieces(last[4:], 7):
+            await asyncio.sleep(0)
+            yield piece
+
+    async with _guard(farm) as guard:
+        async for event in guard.stream(
+            agent(), question=QUESTION, mode="hold", late_citations=late
+        ):
+            events.append(event)
+            if isinstance(event, StreamCitation) and event.url == library:
+                fetched.set()
+    early = [e for e in before_end if isinstance(e, StreamText)]
+    if not late:  # it cites nothing: released as soon as it is complete
+        assert early and early[0].claim_index == 0 and early[0].text == uncited.rstrip()
+    else:  # citation objects may still come for it: pending, and the sentences after it wait
+        assert early == []
+        assert not [e for e in before_end if isinstance(e, StreamHeld)]
+    final = _verdict_of(events)
+    assert final.passed, final.verdict.model_dump_json(indent=1)
+    # at the end the verdict decides: it passed, so everything is released, in order
+    texts = [e for e in events if isinstance(e, StreamText)]
+    assert [t.claim_index for t in texts if t.claim_index is not None] == [0, 1, 2]
+    assert final.released == answer and final.held == ""
+    assert "".join(t.text for t in texts) == answer
+
+
+async def test_late_citations_leave_annotate_mode_alone(farm: Farm) -> None:
+    urls = _site(farm)
+    answer = f"Middlemarch is a novel. It is by George Eliot ([Eliot]({urls['good']})).\n"
+    async with _guard(farm) as guard:
+        events = await _collect(
+            guard.stream(_chunks(_pieces(answer, 11)), mode="annotate", late_citations=True)
+        )
+    texts = [e.text for e in events if isinstance(e, StreamText)]
+    assert texts == _pieces(answer, 11)  # chunk by chunk, as without late citations
+    assert _verdict_of(events).released == answer
+
+
 # --------------------------------------------------------------------------------------------
 # Spans
 # --------------------------------------------------------------------------------------------

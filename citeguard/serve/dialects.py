@@ -54,6 +54,15 @@ def _kept(annotations: Any, drop: frozenset[str], length: int) -> list[Any]:
     return out
 
 
+def _annotated(response: Mapping[str, Any]) -> bool:
+    """Whether a Responses API response's output text carries annotations."""
+    for item in response.get("output") or []:
+        for part in (item.get("content") or []) if isinstance(item, Mapping) else []:
+            if isinstance(part, Mapping) and part.get("annotations"):
+                return True
+    return False
+
+
 class Dialect:
     """One wire format; see the module docstring."""
 
@@ -62,6 +71,9 @@ class Dialect:
     flavor: str = "openai"
     #: citation events come before the text they cite (Anthropic) rather than after (OpenAI)
     cite_before_text: bool = False
+    #: citation events come after the text they cite (OpenAI annotations): in hold mode a
+    #: sentence that cites nothing inline waits for the final check (``late_citations``)
+    cite_after_text: bool = False
 
     def question(self, body: Mapping[str, Any]) -> str:
         return _last_user(body.get("messages"))
@@ -126,6 +138,7 @@ class Dialect:
 class ChatDialect(Dialect):
     name = "chat.completions"
     path = "/v1/chat/completions"
+    cite_after_text = True  # a delta's annotations, after the content they cite
 
     def rewrite(self, response: dict[str, Any], text: str, drop: frozenset[str]) -> dict[str, Any]:
         out = copy.deepcopy(response)
@@ -182,6 +195,8 @@ class ChatDialect(Dialect):
     def assemble(self, events: list[tuple[str | None, Any]]) -> dict[str, Any] | None:
         text, annotations, seen = [], [], set()
         for _, data in events:
+            if not isinstance(data, Mapping):
+                continue  # "[DONE]": no answer text (text_of reads a bare string as text)
             text.append(self.event_text(data))
             for a in self._annotations(data):
                 key = json.dumps(a, sort_keys=True)
@@ -197,6 +212,7 @@ class ChatDialect(Dialect):
 class ResponsesDialect(Dialect):
     name = "responses"
     path = "/v1/responses"
+    cite_after_text = True  # response.output_text.annotation.added, after its text delta
     _DONE = ("response.output_text.done", "response.content_part.done", "response.output_item.done")
 
     def question(self, body: Mapping[str, Any]) -> str:
@@ -294,13 +310,14 @@ class ResponsesDialect(Dialect):
         return out
 
     def assemble(self, events: list[tuple[str | None, Any]]) -> dict[str, Any] | None:
-        if not any(self.citation_urls(d) for _, d in events):
-            return None
+        cited = any(self.citation_urls(d) for _, d in events)
         for _, data in reversed(events):
             if isinstance(data, Mapping) and data.get("type") == "response.completed":
                 response = data.get("response")
-                if isinstance(response, dict):
-                    return response  # the truth: some gateways drop annotation events
+                # the truth: some gateways drop annotation events, and keep the annotations here
+                if isinstance(response, dict) and (cited or _annotated(response)):
+                    return response
+                return None
         return None
 
 

@@ -12,11 +12,17 @@ event cut at the release point is re-sent as a copy carrying only the released p
 sentence whose citation failed is ever sent. Citation objects (annotations, ``citations_delta``)
 are checked at the end with the whole answer (``guard.check`` on it finds every page already
 fetched); in hold mode a stream whose citation objects come before their text (Anthropic) holds
-that text until then. The event that ends the stream carries the verdict.
+that text until then. One whose citation objects come after their text (OpenAI annotations)
+streams with ``late_citations``: a sentence that cites nothing inline is held until the stream
+ends, and what the guard releases after the upstream's last event waits for the whole answer's
+check; if that fails, the text sent stops at the first claim with an offending citation. The
+event that ends the stream carries the verdict.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import re
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -27,12 +33,15 @@ from citeguard.errors import CitationRejected
 from citeguard.feedback import Feedback
 from citeguard.guard import Guard
 from citeguard.models import GuardResult, Verdict
+from citeguard.parse import AnswerLimits, parse_answer
+from citeguard.policy import Policy
 from citeguard.providers.dispatch import read_provider
 from citeguard.serve.dialects import Dialect
 from citeguard.serve.errors import ApiError
 from citeguard.serve.upstream import SseEvent, Upstream, UpstreamError, UpstreamStream, sse
 from citeguard.serve.verdicts import Outcome, outcome_of, summary
 from citeguard.stream import StreamHeld, StreamText, StreamVerdict
+from citeguard.web.urls import normalize_all
 
 __all__ = ["Record", "guarded_call", "guarded_stream", "open_stream"]
 
@@ -244,6 +253,40 @@ class _Relay:
         return out
 
 
+_INLINE_PARSE_CHARS = 4_000  # as Guard._parse: longer answers are parsed off the event loop
+
+
+async def _first_failing(
+    policy: Policy, whole: Mapping[str, Any], verdict: Verdict, text: str
+) -> int:
+    """Where, in the streamed ``text``, the first claim of the whole answer's failed ``verdict``
+    that has an offending citation begins (a citation no claim holds: where it stands); 0 when
+    the answer's text is not the streamed text; ``len(text)`` when nothing is placed."""
+    parse = functools.partial(
+        parse_answer,
+        whole,
+        allowed_schemes=policy.fetch.allowed_schemes,
+        limits=AnswerLimits.of(policy),
+    )
+    if len(text) > _INLINE_PARSE_CHARS:
+        parsed = await asyncio.get_running_loop().run_in_executor(None, parse)
+    else:
+        parsed = parse()
+    if parsed.text != text:
+        return 0  # its offsets are not the stream's: nothing more is released
+    bad = normalize_all(verdict.offending_urls)
+    starts = {c.index: c.start for c in parsed.claims}
+    cut = len(text)
+    for report in verdict.claims:  # the per-claim view: a claim any of whose citations offends
+        if any(u in bad for u in normalize_all(ch.url for ch in report.checks)):
+            cut = min(cut, starts.get(report.index, 0))
+    claimed = {i for c in parsed.claims for i in c.citation_indices}
+    for i, cit in enumerate(parsed.citations):
+        if i not in claimed and cit.normalized_url in bad:
+            cut = min(cut, max(cit.start, 0))
+    return cut
+
+
 _BOUNDARY = re.compile(r"""[.!?:;)\]>"'”’»]\s+$|\n\s*$""")
 _MAX_PENDING = 512
 
@@ -282,27 +325,45 @@ async def guarded_stream(
     """The client's event stream (bytes), the upstream's events relayed as the guard allows."""
     relay = _Relay(dialect, mode)
     record.mode = mode
+    # citation objects after their text: a sentence that cites nothing inline may still be cited
+    late = mode == "hold" and dialect.cite_after_text
+    upstream_done = False
+    guard_released = 0  # what Guard.stream released (late: more than the relay may send yet)
 
     async def chunks() -> AsyncIterator[str]:
+        nonlocal upstream_done
         pending = ""
-        async for ev in stream:
-            frame = relay.add(ev)
-            pending += frame.text
-            # hold mode releases whole sentences: hand the guard text where a URL or a sentence
-            # can end rather than every token (each chunk re-parses the answer so far; measured
-            # on a 10-citation answer: 11.3 ms of loop CPU by tokens, 10.3 by sentences)
-            last = dialect.is_last(ev.event, frame.data, ev.data)
-            if pending and (last or mode == "annotate" or _at_boundary(pending)):
-                yield pending
-                pending = ""
-            if last:
-                return
+        try:
+            async for ev in stream:
+                frame = relay.add(ev)
+                pending += frame.text
+                # hold mode releases whole sentences: hand the guard text where a URL or a
+                # sentence can end rather than every token (each chunk re-parses the answer so
+                # far; measured on a 10-citation answer: 11.3 ms of loop CPU by tokens, 10.3 by
+                # sentences)
+                last = dialect.is_last(ev.event, frame.data, ev.data)
+                if pending and (last or mode == "annotate" or _at_boundary(pending)):
+                    yield pending
+                    pending = ""
+                if last:
+                    return
+        finally:
+            upstream_done = True
 
     final: StreamVerdict | None = None
     try:
-        async for event in guard.stream(chunks(), question=question, mode=mode):  # type: ignore[arg-type]
+        async for event in guard.stream(
+            chunks(),
+            question=question,
+            mode=mode,  # type: ignore[arg-type]
+            late_citations=late,
+        ):
             if isinstance(event, StreamText):
-                relay.released = max(relay.released, event.end)
+                guard_released = max(guard_released, event.end)
+                # late: what the guard releases once every citation object is in (the verdict's
+                # settling) waits for the check of the whole answer, citation objects included
+                if not (late and upstream_done):
+                    relay.released = guard_released
             elif isinstance(event, StreamHeld):
                 pass
             elif isinstance(event, StreamVerdict):
@@ -330,6 +391,15 @@ async def guarded_stream(
         elif relay.pause_at is not None:
             # the guard released text its citation objects then failed: keep it back
             relay.released = min(relay.released, relay.pause_at)
+        elif late:
+            # no further than the guard released, nor past the first claim the whole answer's
+            # verdict failed; never less than was already sent
+            allowed = guard_released
+            if whole is not None:
+                text = "".join(f.text for f in relay.frames)
+                cut = await _first_failing(guard.policy, whole, verdict, text)
+                allowed = min(allowed, cut)
+            relay.released = max(relay.released, allowed)
     outcome: Outcome = "passed" if passed else "rejected"
     record.outcome, record.attempts, record.verdict = outcome, 1, verdict
     held = relay.length - (relay.released if mode == "hold" else relay.length)

@@ -5,7 +5,9 @@
   Anthropic Messages, as JSON or server-sent events, scripted per test: ``answers`` (one text per
   call, the last repeated), ``citations`` (citation objects instead of links in the text) and
   ``behaviour`` (``"ok"``, ``"slow"`` (2 s), ``"hang"``, ``"500"``, ``"broken_sse"``,
-  ``"close_mid"``, ``"hang_mid"``). Every request body it got is in ``requests``;
+  ``"close_mid"``, ``"hang_mid"``, ``"no_annotation_events"``: a Responses stream whose
+  annotations are only in ``response.completed``, as some gateways send it). Every request body
+  it got is in ``requests``;
 * :class:`Service`: ``citeguard serve``'s app under uvicorn (in-process) on a free port.
 """
 
@@ -339,7 +341,7 @@ class FakeUpstream:
                     },
                 )
             )
-        for i, a in enumerate(annotations):
+        for i, a in enumerate([] if self.behaviour == "no_annotation_events" else annotations):
             events.append(
                 (
                     "response.output_text.annotation.added",

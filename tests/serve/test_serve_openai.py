@@ -7,7 +7,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from serve.answers import dead, good, misquoted
+from serve.answers import AFTER, ANNOTATED, annotated, dead, good, misquoted
 from serve.servers import KEY, FakeUpstream, Pages, Service
 
 
@@ -147,3 +147,96 @@ def test_responses_stream_hold_rewrites_done_events(
     assert "/dead" not in "".join(deltas)
     assert "/dead" not in final.output_text  # the completed response holds only what was sent
     assert (final.model_extra or {})["citeguard"]["verdict"] == "rejected"
+
+
+# --------------------------------------------------------------------------------------------
+# Hold mode: a sentence cited only by an annotation, which arrives after its text
+# --------------------------------------------------------------------------------------------
+
+
+def _chat_stream(client: openai.OpenAI) -> tuple[str, dict[str, object]]:
+    text, verdict = "", None
+    for chunk in client.chat.completions.create(model="m", messages=MESSAGES, stream=True):  # type: ignore[arg-type]
+        for choice in chunk.choices:
+            text += choice.delta.content or ""
+        if (chunk.model_extra or {}).get("citeguard"):
+            verdict = chunk.model_extra["citeguard"]  # type: ignore[index]
+    assert verdict is not None
+    return text, verdict
+
+
+def _responses_stream(client: openai.OpenAI) -> tuple[str, str, dict[str, object]]:
+    with client.responses.stream(model="m", input="How tall?") as stream:
+        deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    return "".join(deltas), final.output_text, (final.model_extra or {})["citeguard"]
+
+
+@pytest.mark.parametrize("path", ["/dead", "/other"])  # 404; a page that does not hold it
+def test_stream_hold_never_sends_a_sentence_whose_annotation_fails(
+    service: Service, upstream: FakeUpstream, pages: Pages, path: str
+) -> None:
+    text, cites = annotated(pages, path)
+    upstream.script(text, citations=cites)
+    sent, verdict = _chat_stream(_client(service))
+    assert sent.startswith(good(pages))  # the text before it
+    assert ANNOTATED not in sent and AFTER not in sent
+    assert sent.strip() == good(pages)
+    assert verdict["verdict"] == "rejected"
+    assert verdict["offending_urls"] == [pages.url(path)]
+    assert verdict["held_chars"] == len(text) - len(sent)
+
+
+@pytest.mark.parametrize("path", ["/dead", "/other"])
+def test_responses_stream_hold_never_sends_a_sentence_whose_annotation_fails(
+    service: Service, upstream: FakeUpstream, pages: Pages, path: str
+) -> None:
+    text, cites = annotated(pages, path)
+    upstream.script(text, citations=cites)
+    sent, output_text, verdict = _responses_stream(_client(service))
+    assert sent.strip() == good(pages)
+    assert ANNOTATED not in sent and AFTER not in sent
+    assert output_text == sent  # the completed response holds only what was sent
+    assert verdict["verdict"] == "rejected"
+    assert verdict["offending_urls"] == [pages.url(path)]
+    assert verdict["held_chars"] == len(text) - len(sent)
+
+
+def test_responses_stream_hold_reads_annotations_of_the_completed_response(
+    service: Service, upstream: FakeUpstream, pages: Pages
+) -> None:
+    # a gateway that drops the annotation events: response.completed still carries them
+    text, cites = annotated(pages, "/dead")
+    upstream.script(text, citations=cites)
+    upstream.behaviour = "no_annotation_events"
+    sent, output_text, verdict = _responses_stream(_client(service))
+    assert sent.strip() == good(pages) and output_text == sent
+    assert verdict["verdict"] == "rejected"
+    assert verdict["offending_urls"] == [pages.url("/dead")]
+
+
+def test_stream_hold_sends_a_sentence_whose_annotation_passes(
+    service: Service, upstream: FakeUpstream, pages: Pages
+) -> None:
+    text, cites = annotated(pages, "/good")
+    upstream.script(text, citations=cites)
+    sent, verdict = _chat_stream(_client(service))
+    assert sent == text
+    assert verdict["verdict"] == "passed" and verdict["held_chars"] == 0
+    sent, output_text, verdict = _responses_stream(_client(service))
+    assert sent == output_text == text
+    assert verdict["verdict"] == "passed" and verdict["held_chars"] == 0
+
+
+def test_stream_annotate_sends_a_sentence_whose_annotation_fails(
+    service: Service, upstream: FakeUpstream, pages: Pages
+) -> None:
+    text, cites = annotated(pages, "/dead")
+    upstream.script(text, citations=cites)
+    client = _client(service).with_options(default_headers={"x-citeguard-mode": "annotate"})
+    sent, verdict = _chat_stream(client)
+    assert sent == text  # annotate shows everything; the verdict says what failed
+    assert verdict["verdict"] == "rejected" and verdict["offending_urls"] == [pages.url("/dead")]
+    sent, output_text, verdict = _responses_stream(client)
+    assert sent == output_text == text
+    assert verdict["verdict"] == "rejected" and verdict["offending_urls"] == [pages.url("/dead")]
