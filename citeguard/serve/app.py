@@ -386,6 +386,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                         mode=mode,
                         record=record,
                         meta={"model": body.get("model", ""), "created": int(time.time())},
+                        reopen=lambda feedback: open_stream(
+                            upstream,
+                            dialect,
+                            dialect.with_feedback(body, feedback),
+                            incoming,
+                            record,
+                        ),
                     ):
                         yield chunk
                 if record.outcome is not None:

@@ -25,12 +25,12 @@ import asyncio
 import functools
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from citeguard.errors import CitationRejected
-from citeguard.feedback import Feedback
+from citeguard.feedback import Feedback, render_feedback
 from citeguard.guard import Guard
 from citeguard.models import GuardResult, Verdict
 from citeguard.parse import AnswerLimits, parse_answer
@@ -60,8 +60,9 @@ class Record:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _feedback_message(feedback: Feedback | None, exclude: frozenset[str]) -> str:
-    text = feedback.message if feedback is not None else "Your answer was rejected."
+def _feedback_message(feedback: Feedback | str | None, exclude: frozenset[str]) -> str:
+    text = feedback.message if isinstance(feedback, Feedback) else feedback
+    text = text or "Your answer was rejected."
     if exclude and not all(u in text for u in exclude):
         text += "\nDo not cite these URLs again: " + ", ".join(sorted(exclude))
     return text
@@ -165,6 +166,7 @@ class _Relay:
         self.released = 0  # answer characters the guard released
         self.pause_at: int | None = None
         self.sent: dict[Any, str] = {}  # text sent per answer part
+        self.sent_any = False  # whether any event went to the client
 
     def add(self, ev: SseEvent) -> _Frame:
         raw = ev.data
@@ -205,6 +207,10 @@ class _Relay:
         limit = self.released
         if self.pause_at is not None and not final:
             limit = min(limit, self.pause_at)
+        if self.mode == "hold" and not final and not self.sent_any and limit <= 0:
+            # nothing goes before the first verified text: until then a failing attempt can
+            # still be replaced by a regenerated one, unseen
+            return out
         while self.next < len(self.frames):
             f = self.frames[self.next]
             if f.kind == "terminal":
@@ -239,6 +245,7 @@ class _Relay:
                 out.append(self._out(f, data))
             self.next += 1
             self.partial = 0
+        self.sent_any = self.sent_any or bool(out)
         return out
 
     def finish(self, verdict: Mapping[str, Any]) -> list[bytes]:
@@ -312,6 +319,15 @@ def _stream_error(dialect: Dialect, err: UpstreamError) -> bytes:
     return sse(body)
 
 
+@dataclass
+class _Ending:
+    """How one streamed attempt ended: sent to the client (``done``), or to be regenerated."""
+
+    done: bool
+    feedback: str = ""
+    exclude: frozenset[str] = frozenset()
+
+
 async def guarded_stream(
     guard: Guard,
     dialect: Dialect,
@@ -321,10 +337,67 @@ async def guarded_stream(
     mode: str,
     record: Record,
     meta: Mapping[str, Any],
+    reopen: Callable[[str], Awaitable[UpstreamStream]] | None = None,
 ) -> AsyncIterator[bytes]:
-    """The client's event stream (bytes), the upstream's events relayed as the guard allows."""
-    relay = _Relay(dialect, mode)
+    """The client's event stream (bytes), the upstream's events relayed as the guard allows.
+
+    Hold mode regenerates: an attempt that fails before any of it went to the client (its first
+    sentence held, or the whole answer's verdict failed while everything was still held) is
+    dropped unseen, and ``reopen(feedback)`` opens the next attempt through the upstream, with
+    the failing URLs excluded, within ``Policy.max_attempts`` and ``Policy.time_budget``. Once
+    text has gone out, the attempt is the answer."""
     record.mode = mode
+    policy = guard.policy
+    regenerate = mode == "hold" and reopen is not None
+    max_attempts = policy.max_attempts if regenerate else 1
+    deadline = time.monotonic() + policy.time_budget if policy.time_budget else None
+    exclude: frozenset[str] = frozenset()
+    attempt = 0
+    while True:
+        attempt += 1
+        can_retry = attempt < max_attempts and (deadline is None or time.monotonic() < deadline)
+        ending = _Ending(done=True)
+        async for chunk in _attempt(
+            guard,
+            dialect,
+            stream,
+            question=question,
+            mode=mode,
+            record=record,
+            meta=meta,
+            attempt=attempt,
+            exclude=exclude,
+            can_retry=can_retry,
+            ending=ending,
+        ):
+            yield chunk
+        if ending.done or reopen is None:
+            return
+        exclude = exclude | ending.exclude
+        try:
+            stream = await reopen(_feedback_message(ending.feedback, exclude))
+        except UpstreamError as e:
+            record.error = e.code
+            yield _stream_error(dialect, e)
+            return
+
+
+async def _attempt(
+    guard: Guard,
+    dialect: Dialect,
+    stream: UpstreamStream,
+    *,
+    question: str,
+    mode: str,
+    record: Record,
+    meta: Mapping[str, Any],
+    attempt: int,
+    exclude: frozenset[str],
+    can_retry: bool,
+    ending: _Ending,
+) -> AsyncIterator[bytes]:
+    """One upstream stream relayed; ``ending`` says whether it was the answer."""
+    relay = _Relay(dialect, mode)
     # citation objects after their text: a sentence that cites nothing inline may still be cited
     late = mode == "hold" and dialect.cite_after_text
     upstream_done = False
@@ -351,13 +424,15 @@ async def guarded_stream(
             upstream_done = True
 
     final: StreamVerdict | None = None
+    events = guard.stream(
+        chunks(),
+        question=question,
+        mode=mode,  # type: ignore[arg-type]
+        late_citations=late,
+        exclude_urls=exclude,
+    )
     try:
-        async for event in guard.stream(
-            chunks(),
-            question=question,
-            mode=mode,  # type: ignore[arg-type]
-            late_citations=late,
-        ):
+        async for event in events:
             if isinstance(event, StreamText):
                 guard_released = max(guard_released, event.end)
                 # late: what the guard releases once every citation object is in (the verdict's
@@ -365,7 +440,12 @@ async def guarded_stream(
                 if not (late and upstream_done):
                     relay.released = guard_released
             elif isinstance(event, StreamHeld):
-                pass
+                if can_retry and not relay.sent_any:
+                    # failed before anything went out: drop this attempt unseen, regenerate
+                    ending.done = False
+                    ending.feedback = f"Your answer was rejected: {event.reason}."
+                    ending.exclude = frozenset(event.urls)
+                    return
             elif isinstance(event, StreamVerdict):
                 final = event
             out = relay.pump()
@@ -376,6 +456,9 @@ async def guarded_stream(
         yield b"".join([*relay.pump(), _stream_error(dialect, e)])
         return
     finally:
+        close = getattr(events, "aclose", None)  # a dropped attempt: its checks stop too
+        if close is not None:
+            await close()
         await stream.aclose()
     if final is None:  # pragma: no cover - guard.stream always ends with its verdict
         return
@@ -383,8 +466,15 @@ async def guarded_stream(
     whole = dialect.assemble([(f.event, f.data) for f in relay.frames])
     if whole is not None:
         # the citation objects: checked on the whole answer (its pages are already fetched)
-        verdict = await guard.check(whole, question=question)
+        verdict = await guard.check(whole, question=question, exclude_urls=exclude)
     passed = verdict.passed
+    if not passed and can_retry and not relay.sent_any:
+        ending.done = False
+        ending.feedback = render_feedback(
+            verdict, attempt=attempt, exclude_urls=exclude | verdict.offending_urls
+        ).message
+        ending.exclude = frozenset(verdict.offending_urls)
+        return
     if mode == "hold":
         if passed:
             relay.released = relay.length
@@ -400,13 +490,13 @@ async def guarded_stream(
                 cut = await _first_failing(guard.policy, whole, verdict, text)
                 allowed = min(allowed, cut)
             relay.released = max(relay.released, allowed)
-    outcome: Outcome = "passed" if passed else "rejected"
-    record.outcome, record.attempts, record.verdict = outcome, 1, verdict
+    outcome: Outcome = ("passed" if attempt == 1 else "repaired") if passed else "rejected"
+    record.outcome, record.attempts, record.verdict = outcome, attempt, verdict
     held = relay.length - (relay.released if mode == "hold" else relay.length)
     shown = summary(
         verdict,
         outcome,
-        attempts=1,
+        attempts=attempt,
         message="" if passed else "the answer failed the citation guard",
         extra={"mode": mode, "held_chars": max(held, 0)},
     )

@@ -127,6 +127,9 @@ class FakeUpstream:
         self.answers: list[str] = ["Hello."]
         self.citations: list[list[dict[str, Any]]] = []  # per answer: citation objects
         self.behaviour = "ok"
+        # a stream waits for resume() before its event of this index (None: it does not wait)
+        self.pause_before: int | None = None
+        self._resume = asyncio.Event()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._stop = asyncio.Event()
@@ -151,11 +154,18 @@ class FakeUpstream:
         self.answers = list(answers)
         self.citations = citations or []
         self.behaviour = "ok"
+        self.pause_before = None
+        self._resume = asyncio.Event()
         self.requests.clear()
         self.headers.clear()
 
+    def resume(self) -> None:
+        """Let a stream paused at ``pause_before`` go on."""
+        self.loop.loop.call_soon_threadsafe(self._resume.set)
+
     def close(self) -> None:
         self.loop.loop.call_soon_threadsafe(self._stop.set)
+        self.resume()
         self.loop.run(self.runner.cleanup())
 
     # ---- helpers
@@ -185,6 +195,8 @@ class FakeUpstream:
         await resp.prepare(request)
         half = len(events) // 2
         for i, (name, data) in enumerate(events):
+            if i == self.pause_before:
+                await self._resume.wait()
             if i == half and self.behaviour == "broken_sse":
                 await resp.write(b"data: {not json\n\n")
                 return resp

@@ -9,6 +9,7 @@ import pytest
 
 from serve.answers import AFTER, ANNOTATED, annotated, dead, good, misquoted
 from serve.servers import KEY, FakeUpstream, Pages, Service
+from serve.streams import chat_stream
 
 
 def _client(service: Service) -> openai.OpenAI:
@@ -154,17 +155,6 @@ def test_responses_stream_hold_rewrites_done_events(
 # --------------------------------------------------------------------------------------------
 
 
-def _chat_stream(client: openai.OpenAI) -> tuple[str, dict[str, object]]:
-    text, verdict = "", None
-    for chunk in client.chat.completions.create(model="m", messages=MESSAGES, stream=True):  # type: ignore[arg-type]
-        for choice in chunk.choices:
-            text += choice.delta.content or ""
-        if (chunk.model_extra or {}).get("citeguard"):
-            verdict = chunk.model_extra["citeguard"]  # type: ignore[index]
-    assert verdict is not None
-    return text, verdict
-
-
 def _responses_stream(client: openai.OpenAI) -> tuple[str, str, dict[str, object]]:
     with client.responses.stream(model="m", input="How tall?") as stream:
         deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
@@ -178,7 +168,7 @@ def test_stream_hold_never_sends_a_sentence_whose_annotation_fails(
 ) -> None:
     text, cites = annotated(pages, path)
     upstream.script(text, citations=cites)
-    sent, verdict = _chat_stream(_client(service))
+    sent, verdict = chat_stream(_client(service))
     assert sent.startswith(good(pages))  # the text before it
     assert ANNOTATED not in sent and AFTER not in sent
     assert sent.strip() == good(pages)
@@ -220,7 +210,7 @@ def test_stream_hold_sends_a_sentence_whose_annotation_passes(
 ) -> None:
     text, cites = annotated(pages, "/good")
     upstream.script(text, citations=cites)
-    sent, verdict = _chat_stream(_client(service))
+    sent, verdict = chat_stream(_client(service))
     assert sent == text
     assert verdict["verdict"] == "passed" and verdict["held_chars"] == 0
     sent, output_text, verdict = _responses_stream(_client(service))
@@ -234,7 +224,7 @@ def test_stream_annotate_sends_a_sentence_whose_annotation_fails(
     text, cites = annotated(pages, "/dead")
     upstream.script(text, citations=cites)
     client = _client(service).with_options(default_headers={"x-citeguard-mode": "annotate"})
-    sent, verdict = _chat_stream(client)
+    sent, verdict = chat_stream(client)
     assert sent == text  # annotate shows everything; the verdict says what failed
     assert verdict["verdict"] == "rejected" and verdict["offending_urls"] == [pages.url("/dead")]
     sent, output_text, verdict = _responses_stream(client)
