@@ -40,6 +40,7 @@ from benchmarks.web import DATA, LoopbackWeb, PlannedUrl, build_answer
 from citeguard import Guard
 from citeguard.models import CitationStatus
 from citeguard.policy import EntailmentPolicy, FetchPolicy, Policy
+from citeguard.runtime import Runtime
 from citeguard.web.fetch import Fetcher
 
 Scenario = Callable[[Config, Context], Awaitable[dict[str, Any]]]
@@ -1320,44 +1321,72 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
     base = f"http://127.0.0.1:{port}"
     n_items = int(20_000 * scale)
     n_refs = int(2_000 * scale)
-    inputs: dict[str, Any] = {
-        "prose_200kB": " ".join(
-            f"The lighthouse reopened on Tuesday [{k % n_refs + 1}]." for k in range(n_items // 4)
-        )
-        + "\n\n"
-        + "\n".join(f"[{k + 1}] {base}/short?n={k % 50}" for k in range(n_refs)),
-        "items_20k": [
+
+    def items(n: int) -> list[dict[str, str]]:
+        return [
             {"claim": f"The lighthouse reopened on Tuesday ({k}).", "url": f"{base}/short"}
-            for k in range(n_items)
-        ],
-        "paraphrase_1MB_page": f"A lighthouse by the harbour opened again after being restored"
-        f" for three years [1].\n\n[1] {base}/long\n",
-        "html_5MB": f"The lighthouse reopened on Tuesday [1].\n\n[1] {base}/html\n",
-        **odd_answers(int(100_000 * scale), base),
+            for k in range(n)
+        ]
+
+    # each input built when its run starts: 20,000 item dicts held for the whole scenario
+    # lengthened every full collection of every run
+    inputs: dict[str, Callable[[], Any]] = {
+        "prose_200kB": lambda: (
+            " ".join(
+                f"The lighthouse reopened on Tuesday [{k % n_refs + 1}]."
+                for k in range(n_items // 4)
+            )
+            + "\n\n"
+            + "\n".join(f"[{k + 1}] {base}/short?n={k % 50}" for k in range(n_refs))
+        ),
+        "items_20k": lambda: items(n_items),
+        "paraphrase_1MB_page": lambda: (
+            f"A lighthouse by the harbour opened again after being "
+            f"restored for three years [1].\n\n[1] {base}/long\n"
+        ),
+        "html_5MB": lambda: f"The lighthouse reopened on Tuesday [1].\n\n[1] {base}/html\n",
+        **{
+            name: (lambda name=name: odd_answers(int(100_000 * scale), base)[name])
+            for name in odd_answers(10, base)
+        },
     }
     policy = guard_policy("off", max_body_bytes=16 << 20, max_decompressed_bytes=32 << 20)
     uncapped = policy.replace(max_claims=10**6, max_citations=10**6)
-    runs = [(name, answer, policy) for name, answer in inputs.items()]
+    runs = [(name, make, policy) for name, make in inputs.items()]
     runs.append(("items_20k_uncapped", inputs["items_20k"], uncapped))
-    out: dict[str, Any] = {"inputs": {}}
-    try:
-        for name, answer, pol in runs:
-            async with Guard(pol, entailer=None, now=lambda: NOW) as g:
-                await settle()
+    out: dict[str, Any] = {"inputs": {}, "tuned": {}}
+
+    async def one(make: Callable[[], Any], pol: Policy, tuned: bool) -> dict[str, Any]:
+        async with Guard(pol, entailer=None, now=lambda: NOW) as g:
+            await settle()
+            answer = make()
+            runtime = Runtime()
+            if tuned:  # what a long-running service applies once warmed up (citeguard.runtime)
+                runtime.apply()
+            try:
                 with GcPauses() as gc_pauses:
                     async with LagProbe() as probe:
                         t0 = time.perf_counter()
                         verdict = await g.check(answer, question=QUESTION)
                         wall = time.perf_counter() - t0
-            out["inputs"][name] = {
-                "wall_s": round(wall, 3),
-                "loop_lag": probe.summary(),
-                "gc_pause_max_ms": gc_pauses.max_ms,
-                "citations": len(verdict.citations),
-                "claims": len(verdict.claims),
-                "passed": verdict.passed,
-                "cut": any(f.code == "answer_too_large" for f in verdict.findings),
-            }
+            finally:
+                runtime.restore()
+        return {
+            "wall_s": round(wall, 3),
+            "loop_lag": probe.summary(),
+            "gc_pause_max_ms": gc_pauses.max_ms,
+            "gc_pauses_over_10ms": sum(p > 10 for p in gc_pauses.pauses),
+            "citations": len(verdict.citations),
+            "claims": len(verdict.claims),
+            "passed": verdict.passed,
+            "cut": any(f.code == "answer_too_large" for f in verdict.findings),
+        }
+
+    try:
+        for name, make, pol in runs:
+            out["inputs"][name] = await one(make, pol, tuned=False)
+        for name, make, pol in runs:
+            out["tuned"][name] = await one(make, pol, tuned=True)
     finally:
         await runner.cleanup()
     worst = max(
@@ -1371,6 +1400,15 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
     )
     out["worst_loop_cpu_ms"] = worst_cpu
     out["worst_gc_pause_ms"] = max(v["gc_pause_max_ms"] for v in out["inputs"].values())
+    tuned_worst = max(
+        v["loop_lag"]["max_ms"] for k, v in out["tuned"].items() if not k.endswith("_uncapped")
+    )
+    out["tuned_worst_stall_ms"] = tuned_worst
+    out["tuned_worst_loop_cpu_ms"] = max(
+        v["loop_lag"]["loop_cpu_max_ms"]
+        for k, v in out["tuned"].items()
+        if not k.endswith("_uncapped")
+    )
     out["targets"] = [
         target("longest loop stall by one hostile input (ms)", "<= 20", worst, worst <= 20),
         target(
@@ -1378,6 +1416,12 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
             "<= 20",
             worst_cpu,
             worst_cpu <= 20,
+        ),
+        target(
+            "longest loop stall, tuned runtime (citeguard.runtime, as citeguard serve) (ms)",
+            "<= 20",
+            tuned_worst,
+            tuned_worst <= 20,
         ),
     ]
     return out

@@ -60,7 +60,7 @@ from citeguard.trace import Tracing
 from citeguard.verdict import build_verdict
 from citeguard.web.fetch import Fetcher, Resolver
 from citeguard.web.soft404 import CatchAllProbes
-from citeguard.web.urls import normalize_all
+from citeguard.web.urls import normalize_all, registrable_domain
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -166,6 +166,9 @@ class Guard:
         """
         # the extraction child (Policy.fetch.extract_in) starts while the model loads
         extraction = asyncio.ensure_future(self._pages.warm_up())
+        # the public-suffix trie is built on first use (~30 ms of Python): in a thread now, not
+        # on the loop inside the first check that meets a host name
+        sites = asyncio.ensure_future(asyncio.to_thread(registrable_domain, "example.com"))
         try:
             entailer = self._get_entailer()
             warm = getattr(entailer, "warm_up", None)
@@ -174,6 +177,7 @@ class Guard:
             await self._regimes.warm_up()  # the regime model, when the freshness axis uses one
         finally:
             await extraction
+            await sites
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()

@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from citeguard.errors import PolicyError
 from citeguard.guard import Guard
 from citeguard.policy import Policy
+from citeguard.runtime import Runtime
 from citeguard.serve.dialects import ANTHROPIC, CHAT, RESPONSES, Dialect
 from citeguard.serve.errors import ApiError, error_response, flavor_of
 from citeguard.serve.gateway_routes import router as gateway_router
@@ -36,7 +37,6 @@ from citeguard.serve.limits import KeyLimits, LimitExceeded
 from citeguard.serve.metrics import Metrics, sample_loop_lag
 from citeguard.serve.overrides import bounded_policy
 from citeguard.serve.proxy import Record, guarded_call, guarded_stream, open_stream
-from citeguard.serve.runtime import Runtime
 from citeguard.serve.settings import Settings, key_id
 from citeguard.serve.upstream import Upstream, UpstreamError
 from citeguard.serve.verdicts import log_summary, verdict_json
@@ -192,7 +192,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                         await out
 
         runtime = (
-            Runtime(busy=lambda: edge_state.busy > 0, pauses=metrics.gc_full)
+            Runtime(busy=lambda: edge_state.busy > 0, on_full=metrics.gc_full.observe)
             if settings.runtime == "tuned"
             else None
         )

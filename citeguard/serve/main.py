@@ -171,7 +171,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 def runtime_of(args: argparse.Namespace, env: Mapping[str, str]) -> Literal["tuned", "default"]:
     """The runtime of a ``citeguard serve`` process: ``--runtime``, else ``CITEGUARD_RUNTIME``,
-    else ``tuned`` (the process is the service's; see ``serve/runtime.py``)."""
+    else ``tuned`` (the process is the service's; see ``citeguard/runtime.py``)."""
     chosen = getattr(args, "runtime", None) or env.get(ENV_PREFIX + "RUNTIME") or "tuned"
     return settings_from({"runtime": chosen}).runtime
 

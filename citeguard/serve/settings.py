@@ -64,7 +64,7 @@ class Settings(BaseModel):
     drain_seconds: float = Field(30.0, ge=0)
     # how long a request waits for the model to load before it is refused (503)
     ready_timeout: float = Field(60.0, gt=0)
-    # "tuned": the process is the service's (serve/runtime.py: GIL switch interval, frozen
+    # "tuned": the process is the service's (citeguard/runtime.py: GIL switch interval, frozen
     # start-up heap, full collections when idle); the `citeguard serve` command's default. An
     # app that embeds create_app keeps "default" (process-wide switches are its own to set).
     runtime: Literal["tuned", "default"] = "default"

@@ -1,4 +1,4 @@
-"""The guard loop (serve/worker.py) and the tuned runtime (serve/runtime.py): work handed to
+"""The guard loop (serve/worker.py) and the tuned runtime (citeguard/runtime.py): work handed to
 the guard loop comes back with its result, its error or its cancellation; a stream handed over
 is closed there when its reader stops; the HTTP loop answers while the guard loop is busy; the
 tuned runtime's switches are applied and restored, and its full collections run only when due."""
@@ -15,7 +15,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry, Histogram
 
-from citeguard.serve.runtime import FULL_GC_EVERY, SWITCH_INTERVAL, Runtime
+from citeguard.runtime import FULL_GC_EVERY, SWITCH_INTERVAL, Runtime
 from citeguard.serve.worker import GuardLoop
 from serve.answers import good
 from serve.servers import KEY, FakeUpstream, Pages, Service, make_settings
@@ -144,7 +144,7 @@ def test_the_http_loop_answers_while_the_guard_loop_is_busy(
 
 def _runtime(busy: list[bool]) -> tuple[Runtime, Histogram]:
     pauses = Histogram("t_gc_full_seconds", "test", registry=CollectorRegistry())
-    return Runtime(busy=lambda: busy[0], pauses=pauses), pauses
+    return Runtime(busy=lambda: busy[0], on_full=pauses.observe), pauses
 
 
 def test_tuned_runtime_is_applied_and_restored() -> None:

@@ -1,18 +1,21 @@
-"""How ``citeguard serve`` tunes the interpreter when the process is its own
-(``Settings.runtime == "tuned"``, the default of the ``citeguard serve`` command; an app that
-embeds :func:`~citeguard.serve.create_app` keeps ``"default"`` and decides for itself).
+"""The interpreter tuned for a long-running guard: process-wide switches, so an application
+opts in (``Runtime(...).apply()`` once warmed up); ``citeguard serve`` does when the process is
+its own (``--runtime tuned``, its default).
 
-Two process-wide costs would otherwise stall the HTTP loop while the guard loop works
-(``serve/worker.py``), both measured with 200 concurrent streams (``benchmarks/bench_serve.py``):
+Two process-wide costs stall an event loop whatever the loop runs, both measured in
+``citeguard serve`` with 200 concurrent streams (``benchmarks/bench_serve.py``) and in the
+hostile-input benchmark (``python -m benchmarks --only stalls``):
 
 * **The GIL hand-over.** Each socket write or ``select`` on the HTTP loop gives up the GIL and
   then waits for it: up to ``sys.getswitchinterval()`` (5 ms) while the guard thread computes,
   so an HTTP loop turn with a hundred writes waited 0.5 s. The interval is set to 0.1 ms.
-* **Full garbage collections.** A gen-2 collection walks every tracked object with the GIL held,
-  whichever thread triggers it: 60-170 ms with 200 streams in flight. After warm-up, start-up's
-  objects are frozen (``gc.freeze()``: modules, the model) and automatic gen-2 collections are
-  off; young collections (gen 0 and 1, a few ms) still run, and a full collection runs when no
-  request is in flight (checked every second) and at least every ``FULL_GC_EVERY`` seconds
+* **Full garbage collections.** A gen-2 collection walks every tracked object with the GIL
+  held, whichever thread triggers it: 60-170 ms with 200 streams in flight, 50-100 ms for one
+  2,000-citation answer (a small process holds ~63,000 objects once citeguard is imported: a
+  ~16 ms walk here). After warm-up, start-up's objects are frozen (``gc.freeze()``: modules,
+  the model) and automatic gen-2 collections are off; young collections (gen 0 and 1, a few
+  ms) still run, and a full collection runs when no check is in flight (``busy()``, asked
+  every second by :meth:`Runtime.collector`) and at least every ``FULL_GC_EVERY`` seconds
   under constant load, so cyclic garbage that outlives the young generations is still freed.
 """
 
@@ -25,8 +28,6 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from prometheus_client import Histogram
-
 __all__ = ["FULL_GC_EVERY", "SWITCH_INTERVAL", "Runtime", "RuntimeMode"]
 
 RuntimeMode = Literal["tuned", "default"]
@@ -38,12 +39,19 @@ _NO_AUTOMATIC_GEN2 = 1_000_000_000
 
 
 class Runtime:
-    """The tuning of one service process: ``apply`` after warm-up, ``restore`` at shutdown,
+    """The tuning of one process: ``apply`` after warm-up, ``restore`` at shutdown,
     ``collector`` (a task) runs the full collections."""
 
-    def __init__(self, *, busy: Callable[[], bool], pauses: Histogram) -> None:
+    def __init__(
+        self,
+        *,
+        busy: Callable[[], bool] = lambda: False,
+        on_full: Callable[[float], None] | None = None,
+    ) -> None:
+        """``busy()``: whether work is in flight (no full collection then, unless one is due);
+        ``on_full(seconds)``: told of each full collection run."""
         self._busy = busy
-        self._pauses = pauses
+        self._on_full = on_full
         self._saved: tuple[tuple[int, int, int], float] | None = None
         self._last_full = time.monotonic()
 
@@ -79,7 +87,8 @@ class Runtime:
             return False
         t0 = time.perf_counter()
         gc.collect()
-        self._pauses.observe(time.perf_counter() - t0)
+        if self._on_full is not None:
+            self._on_full(time.perf_counter() - t0)
         self._last_full = time.monotonic()
         return True
 
