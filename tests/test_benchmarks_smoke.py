@@ -7,6 +7,7 @@ the documented shape with finite, positive ratios.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import sys
@@ -24,7 +25,12 @@ from benchmarks.__main__ import main, run_suite, write_results  # noqa: E402
 from benchmarks.scenarios import SCENARIOS, Config  # noqa: E402
 from benchmarks.web import LoopbackWeb, build_answer, delay_ms  # noqa: E402
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="127.0.0.2+ loopback is Linux")
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="127.0.0.2+ loopback is Linux"),
+    # the module's fixture runs every scenario (~90 s on an idle 2-core machine), inside the
+    # first test's time
+    pytest.mark.timeout(600),
+]
 
 
 def _positive(x: Any) -> bool:
@@ -138,6 +144,9 @@ def test_load_and_stalls(suite: dict[str, Any]) -> None:
     st = suite["scenarios"]["stalls"]
     assert {"url_www_host_of_dots", "markers_33k", "bare_urls_2000"} <= set(st["inputs"])
     assert all(v["loop_lag"]["loop_cpu_max_ms"] >= 0 for v in st["inputs"].values())
+    # the tuned-runtime pass ran, and left the interpreter as it found it
+    assert st["tuned"] and st["tuned_worst_stall_ms"] >= 0
+    assert gc.get_freeze_count() == 0 and gc.get_threshold()[2] < 10**6
 
 
 def test_axes(suite: dict[str, Any]) -> None:
