@@ -301,6 +301,15 @@ def summary_markdown(results: dict[str, Any]) -> str:
             " collection, GIL switch interval 0.1 ms), as `citeguard serve` runs.",
             "",
         ]
+        if "idle_full_gc_ms" in st:
+            lines += [
+                f"One full collection of the idle process (a Guard up, nothing in flight):"
+                f" {st['idle_full_gc_ms']} ms over {st['idle_tracked_objects']:,} tracked"
+                " objects. In the default configuration a full collection can start inside any"
+                " check and holds the loop at least that long, wherever it runs; the tuned"
+                " runtime runs them only between checks.",
+                "",
+            ]
     a = sc.get("axes")
     if a and "diversity" in a:
         lines += ["## Answer-level axes", ""]

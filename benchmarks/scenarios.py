@@ -1383,6 +1383,17 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
         }
 
     try:
+        # the floor under every default-configuration stall: one full collection of this
+        # process's heap once a Guard is up (import and start-up objects), whatever the input
+        async with Guard(policy, entailer=None, now=lambda: NOW):
+            await settle()
+            idle: list[float] = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                gc.collect()
+                idle.append((time.perf_counter() - t0) * 1000)
+            out["idle_full_gc_ms"] = round(med(idle), 2)
+            out["idle_tracked_objects"] = len(gc.get_objects())
         for name, make, pol in runs:
             out["inputs"][name] = await one(make, pol, tuned=False)
         # the smoke size checks the pass runs; each run starts a Guard (~1.5 s)

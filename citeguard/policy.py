@@ -134,6 +134,8 @@ class FetchPolicy(_Section):
     max_redirects: int = Field(DEFAULT_MAX_REDIRECTS, ge=0)
     max_body_bytes: int = Field(DEFAULT_MAX_BODY_BYTES, gt=0)
     max_decompressed_bytes: int = Field(DEFAULT_MAX_DECOMPRESSED_BYTES, gt=0)
+    # requests in flight at once in this process (a lease each, web/limits.py), and the URLs
+    # one check (one fetch_all call) has under way at once: the next starts as one ends
     global_concurrency: int = Field(DEFAULT_GLOBAL_CONCURRENCY, gt=0)
     per_host_concurrency: int = Field(DEFAULT_PER_HOST_CONCURRENCY, gt=0)
     # Per-host limits (web/limits.py): per_host_rate requests to one host in any one-second

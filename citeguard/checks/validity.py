@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -114,24 +115,66 @@ class ExtractedPage:
 
 
 _PREBUILT_INDEX_CHARS = 50_000
-# pairs verified on the event loop at once, at most, on indexed pages (~0.1-0.3 ms each)
-_INLINE_PAIRS = 32
+# the longest one check verifies pairs on indexed pages on the event loop in one turn of it
+# (~0.1-0.3 ms a pair); what is left then goes to a thread. (A count of 32 pairs a page held the
+# loop 8 ms; 50 pages arriving together, 2 ms each, 25-50 ms.)
+_INLINE_SECONDS = 0.002
+
+
+class _TurnBudget:
+    """The time one check may spend verifying on the event loop in one turn of it, shared by
+    its pages (their extractions often finish together, and their verifications then all run
+    in the same turn)."""
+
+    __slots__ = ("_seconds", "_until")
+
+    def __init__(self, seconds: float = _INLINE_SECONDS) -> None:
+        self._seconds = seconds
+        self._until: float | None = None
+
+    def until(self) -> float:
+        """The ``time.perf_counter()`` value this turn's inline work must stop at."""
+        if self._until is None:
+            self._until = time.perf_counter() + self._seconds
+            asyncio.get_running_loop().call_soon(self._next_turn)
+        return self._until
+
+    def _next_turn(self) -> None:
+        self._until = None
 
 
 async def _verify_pairs(
-    work: Sequence[tuple[_Pair, ExtractedPage]], policy: Policy, *, judged: bool
+    work: Sequence[tuple[_Pair, ExtractedPage]],
+    policy: Policy,
+    *,
+    judged: bool,
+    serial: asyncio.Lock | None = None,
+    budget: _TurnBudget | None = None,
 ) -> None:
-    """``verify_pair`` over ``work``: on the loop when that is sub-millisecond work, else in a
-    thread (a long page's first paraphrase search builds its index: 400 ms for 1 MB)."""
+    """``verify_pair`` over ``work``: on the loop within ``budget`` (:data:`_INLINE_SECONDS` a
+    turn), the rest in a thread (and all of it when a page has no index yet: a long page's first
+    paraphrase search builds it, 400 ms for 1 MB). ``serial``: held while a thread runs, so one
+    check's pages are verified in one thread at a time (the work holds the GIL: more threads are
+    no faster, and each takes the loop's turn at the GIL)."""
 
-    def run() -> None:
-        for pair, ext in work:
+    def run(items: Sequence[tuple[_Pair, ExtractedPage]]) -> None:
+        for pair, ext in items:
             verify_pair(pair, ext, policy, judged=judged)
 
-    if len(work) > _INLINE_PAIRS or not all(ext.indexed for _, ext in work):
-        await asyncio.to_thread(run)
-    else:
-        run()
+    done = 0
+    if all(ext.indexed for _, ext in work):
+        clock = time.perf_counter
+        until = (budget or _TurnBudget()).until()
+        while done < len(work) and clock() < until:
+            pair, ext = work[done]
+            verify_pair(pair, ext, policy, judged=judged)
+            done += 1
+    if done < len(work):
+        if serial is None:
+            await asyncio.to_thread(run, work[done:])
+        else:
+            async with serial:
+                await asyncio.to_thread(run, work[done:])
 
 
 @dataclass
@@ -511,6 +554,8 @@ class EarlyValidity:
         self._pending: list[_Pair] = []
         self._scoring: asyncio.Task[None] | None = None
         self._batches: list[asyncio.Task[None]] = []
+        self._serial = asyncio.Lock()  # one verifying thread at a time (_verify_pairs)
+        self._inline = _TurnBudget()  # and so much time a turn on the loop
 
     @classmethod
     async def begin(
@@ -547,7 +592,9 @@ class EarlyValidity:
             return  # check_validity gives the status
         judged = self._entailer is not None
         work = [(pair, ext) for pair in self._by_url[url] if not pair.verified]
-        await _verify_pairs(work, self._policy, judged=judged)
+        await _verify_pairs(
+            work, self._policy, judged=judged, serial=self._serial, budget=self._inline
+        )
         if self._entailer is not None:
             self._pending.extend(p for p in self._by_url[url] if _wants_score(p))
             if self._scoring is None or self._scoring.done():

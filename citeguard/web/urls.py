@@ -13,7 +13,8 @@ event loop.
   allow-list raise :class:`UrlProblem`, which callers turn into a ``CitationStatus``.
 * :func:`join_url` resolves a link or a ``Location`` header against its page the same way.
 * :func:`registrable_domain` and :func:`same_site` decide whether a redirect leaves the cited site.
-  They use tldextract's bundled public-suffix snapshot only: nothing is downloaded at run time.
+  They use the public-suffix list of :mod:`citeguard.web.suffixes` (tldextract's bundled
+  snapshot): nothing is downloaded at run time.
 * :func:`parse_ip_literal` and :func:`blocked_address_reason` implement the address-safety rules
   (loopback, private, link-local, metadata, ... including the odd IPv4 spellings browsers accept).
 """
@@ -21,7 +22,6 @@ event loop.
 from __future__ import annotations
 
 import contextlib
-import functools
 import ipaddress
 import re
 import socket
@@ -30,10 +30,10 @@ from typing import Any, Final
 
 import ada_url
 import idna
-import tldextract
 
 from citeguard.errors import CiteguardError
 from citeguard.models import CitationStatus
+from citeguard.web.suffixes import suffix_list
 
 __all__ = [
     "DEFAULT_ALLOWED_SCHEMES",
@@ -448,16 +448,6 @@ def normalize_all(urls: Iterable[str]) -> frozenset[str]:
 # --------------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _extractor() -> tldextract.TLDExtract:
-    # Bundled snapshot only: no suffix-list download, no cache directory written at run time.
-    # Private suffixes (github.io, blogspot.com, ...) count, so two users' pages on one hosting
-    # platform are two sites.
-    return tldextract.TLDExtract(
-        suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
-    )
-
-
 def host_of(url: str) -> str:
     """The lowercase host a browser opens for ``url`` (WHATWG parsing: IDNA-encoded, IPv4 as a
     dotted quad, IPv6 without brackets, no trailing dot); ``""`` if none or unparseable."""
@@ -485,11 +475,20 @@ def registrable_domain(url_or_host: str) -> str:
     if not host.isascii():
         with contextlib.suppress(idna.IDNAError, UnicodeError):
             host = idna.encode(host, uts46=True).decode("ascii")
-    parts = _extractor()(host)
-    domain = parts.top_domain_under_public_suffix
+    domain = suffix_list().registrable(_lenient_host(host))
     if domain:
         return domain
     return host.removeprefix("www.")
+
+
+def _lenient_host(text: str) -> str:
+    # the host in a host-like string as tldextract reads one (remote.lenient_netloc): before
+    # any path, query or fragment, after any user info, without a port or a root label, with
+    # the ideographic full stops read as dots
+    authority = text.partition("/")[0].partition("?")[0].partition("#")[0]
+    host = authority.rpartition("@")[2].partition(":")[0].strip()
+    host = host.rstrip(".\u3002\uff0e\uff61")
+    return host.replace("\u3002", ".").replace("\uff0e", ".").replace("\uff61", ".")
 
 
 def same_site(a: str, b: str) -> bool:
