@@ -97,6 +97,7 @@ class GcPauses:
 
     def __init__(self) -> None:
         self.pauses: list[float] = []
+        self.generations: list[int] = []  # each pause's generation (2: a full collection)
         self._started: list[float] = []
 
     def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
@@ -104,6 +105,14 @@ class GcPauses:
             self._started.append(time.perf_counter())
         elif self._started:
             self.pauses.append((time.perf_counter() - self._started.pop()) * 1000)
+            self.generations.append(int(info.get("generation", -1)))
+
+    @property
+    def longest_generation(self) -> int:
+        """The generation of the longest pause (-1: none)."""
+        if not self.pauses:
+            return -1
+        return self.generations[self.pauses.index(max(self.pauses))]
 
     def __enter__(self) -> GcPauses:
         gc.callbacks.append(self._on_gc)
@@ -1182,10 +1191,13 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
             build_answer(web, web.plan(5, tag="load-warm", unique=True)), question=QUESTION
         )
         for rep in range(reps):
-            # the same load as it comes, and with the warmed-up heap frozen (gc.freeze(): the
-            # garbage collector's full passes skip what start-up built); alternating order
-            for variant in ("default", "gc_frozen")[:: 1 if rep % 2 == 0 else -1]:
-                texts = answers(rep * 2 + (variant == "gc_frozen"))
+            # the same load as it comes, with the warmed-up heap frozen (gc.freeze(): the
+            # garbage collector's full passes skip what start-up built), and with the tuned
+            # runtime (citeguard.runtime, as citeguard serve: no automatic full collection, GIL
+            # switch interval 0.1 ms); the order rotates
+            variants = ("default", "gc_frozen", "tuned")
+            for variant in variants[rep % 3 :] + variants[: rep % 3]:
+                texts = answers(rep * 3 + variants.index(variant))
                 plan_urls = [
                     web.url(u, by_name=False)
                     for u in web.plan(
@@ -1197,6 +1209,9 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
                 await settle()
                 if variant == "gc_frozen":
                     gc.freeze()
+                runtime = Runtime()
+                if variant == "tuned":
+                    runtime.apply()
                 cpu0 = time.process_time()
                 try:
                     with GcPauses() as gc_pauses:
@@ -1207,6 +1222,7 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
                             )
                             wall = time.perf_counter() - t0
                 finally:
+                    runtime.restore()
                     gc.unfreeze()
                 cpu = time.process_time() - cpu0
                 statuses = Counter(c.status.value for v in verdicts for c in v.citations)
@@ -1220,6 +1236,7 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
                         "bare_aiohttp_wall_s": round(bare_wall, 3),
                         "loop_lag": probe.summary(),
                         "gc_pause_max_ms": gc_pauses.max_ms,
+                        "gc_pause_max_generation": gc_pauses.longest_generation,
                         "gc_pauses_over_20ms": sum(1 for p in gc_pauses.pauses if p > 20),
                         "statuses": dict(statuses),
                         "loadavg": [round(x, 2) for x in os.getloadavg()],
@@ -1227,6 +1244,7 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
                 )
     plain = [r for r in runs if r["variant"] == "default"]
     frozen = [r for r in runs if r["variant"] == "gc_frozen"]
+    tuned = [r for r in runs if r["variant"] == "tuned"]
     p99 = med([r["loop_lag"]["p99_ms"] for r in plain])
     return {
         "checks": n,
@@ -1246,6 +1264,13 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
             "loop_lag_max_ms_median": med([r["loop_lag"]["max_ms"] for r in frozen]),
             "gc_pause_max_ms_median": med([r["gc_pause_max_ms"] for r in frozen]),
             "checks_per_s_median": med([r["checks_per_s"] for r in frozen]),
+        },
+        "tuned": {
+            "loop_lag_p99_ms_median": med([r["loop_lag"]["p99_ms"] for r in tuned]),
+            "loop_lag_max_ms_median": med([r["loop_lag"]["max_ms"] for r in tuned]),
+            "loop_cpu_max_ms_median": med([r["loop_lag"]["loop_cpu_max_ms"] for r in tuned]),
+            "gc_pause_max_ms_median": med([r["gc_pause_max_ms"] for r in tuned]),
+            "checks_per_s_median": med([r["checks_per_s"] for r in tuned]),
         },
         "statuses": dict(statuses),
         "targets": [

@@ -139,9 +139,11 @@ def test_load_and_stalls(suite: dict[str, Any]) -> None:
     # the load's last run: every citation of every check has a status
     lo = suite["scenarios"]["load"]
     assert lo["checks"] * lo["citations_per_check"] == sum(lo["statuses"].values())
-    assert {r["variant"] for r in lo["runs"]} == {"default", "gc_frozen"}
+    assert {r["variant"] for r in lo["runs"]} == {"default", "gc_frozen", "tuned"}
     assert all(r["loop_lag"]["ticks"] > 0 for r in lo["runs"])
+    assert all(r["gc_pause_max_generation"] in (-1, 0, 1, 2) for r in lo["runs"])
     st = suite["scenarios"]["stalls"]
+    assert st["idle_full_gc_ms"] > 0 and st["idle_tracked_objects"] > 1000
     assert {"url_www_host_of_dots", "markers_33k", "bare_urls_2000"} <= set(st["inputs"])
     assert all(v["loop_lag"]["loop_cpu_max_ms"] >= 0 for v in st["inputs"].values())
     # the tuned-runtime pass ran, and left the interpreter as it found it
