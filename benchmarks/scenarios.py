@@ -1209,9 +1209,12 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
                 await settle()
                 if variant == "gc_frozen":
                     gc.freeze()
-                runtime = Runtime()
-                if variant == "tuned":
+                # checks are in flight for the whole measurement: as citeguard serve's busy()
+                runtime = Runtime(busy=lambda: True)
+                collector: asyncio.Task[None] | None = None
+                if variant == "tuned":  # as citeguard serve: applied, and its collector task
                     runtime.apply()
+                    collector = asyncio.create_task(runtime.collector())
                 cpu0 = time.process_time()
                 try:
                     with GcPauses() as gc_pauses:
@@ -1222,6 +1225,8 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
                             )
                             wall = time.perf_counter() - t0
                 finally:
+                    if collector is not None:
+                        collector.cancel()
                     runtime.restore()
                     gc.unfreeze()
                 cpu = time.process_time() - cpu0
@@ -1385,9 +1390,11 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
         async with Guard(pol, entailer=None, now=lambda: NOW) as g:
             await settle()
             answer = make()
-            runtime = Runtime()
+            runtime = Runtime(busy=lambda: True)  # the check is in flight throughout
+            collector: asyncio.Task[None] | None = None
             if tuned:  # what a long-running service applies once warmed up (citeguard.runtime)
                 runtime.apply()
+                collector = asyncio.create_task(runtime.collector())
             try:
                 with GcPauses() as gc_pauses:
                     async with LagProbe() as probe:
@@ -1395,6 +1402,8 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
                         verdict = await g.check(answer, question=QUESTION)
                         wall = time.perf_counter() - t0
             finally:
+                if collector is not None:
+                    collector.cancel()
                 runtime.restore()
         return {
             "wall_s": round(wall, 3),
