@@ -27,8 +27,9 @@ import tempfile
 import time
 import tracemalloc
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,24 @@ class GcPauses:
     @property
     def max_ms(self) -> float:
         return round(max(self.pauses, default=0.0), 2)
+
+
+@asynccontextmanager
+async def tuned_runtime(on: bool) -> AsyncIterator[None]:
+    """With ``on``: the process as ``citeguard serve --runtime tuned`` runs it while the block
+    runs (``citeguard.runtime``: applied, its collector task running; checks in flight
+    throughout, so ``busy()``), restored after; without: nothing changes."""
+    if not on:
+        yield
+        return
+    runtime = Runtime(busy=lambda: True)
+    runtime.apply()
+    collector = asyncio.create_task(runtime.collector())
+    try:
+        yield
+    finally:
+        collector.cancel()
+        runtime.restore()
 
 
 class LagProbe:
@@ -1209,25 +1228,17 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
                 await settle()
                 if variant == "gc_frozen":
                     gc.freeze()
-                # checks are in flight for the whole measurement: as citeguard serve's busy()
-                runtime = Runtime(busy=lambda: True)
-                collector: asyncio.Task[None] | None = None
-                if variant == "tuned":  # as citeguard serve: applied, and its collector task
-                    runtime.apply()
-                    collector = asyncio.create_task(runtime.collector())
                 cpu0 = time.process_time()
                 try:
-                    with GcPauses() as gc_pauses:
-                        async with LagProbe() as probe:
-                            t0 = time.perf_counter()
-                            verdicts = await asyncio.gather(
-                                *(g.check(t, question=QUESTION) for t in texts)
-                            )
-                            wall = time.perf_counter() - t0
+                    async with tuned_runtime(variant == "tuned"):
+                        with GcPauses() as gc_pauses:
+                            async with LagProbe() as probe:
+                                t0 = time.perf_counter()
+                                verdicts = await asyncio.gather(
+                                    *(g.check(t, question=QUESTION) for t in texts)
+                                )
+                                wall = time.perf_counter() - t0
                 finally:
-                    if collector is not None:
-                        collector.cancel()
-                    runtime.restore()
                     gc.unfreeze()
                 cpu = time.process_time() - cpu0
                 statuses = Counter(c.status.value for v in verdicts for c in v.citations)
@@ -1390,21 +1401,12 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
         async with Guard(pol, entailer=None, now=lambda: NOW) as g:
             await settle()
             answer = make()
-            runtime = Runtime(busy=lambda: True)  # the check is in flight throughout
-            collector: asyncio.Task[None] | None = None
-            if tuned:  # what a long-running service applies once warmed up (citeguard.runtime)
-                runtime.apply()
-                collector = asyncio.create_task(runtime.collector())
-            try:
+            async with tuned_runtime(tuned):
                 with GcPauses() as gc_pauses:
                     async with LagProbe() as probe:
                         t0 = time.perf_counter()
                         verdict = await g.check(answer, question=QUESTION)
                         wall = time.perf_counter() - t0
-            finally:
-                if collector is not None:
-                    collector.cancel()
-                runtime.restore()
         return {
             "wall_s": round(wall, 3),
             "loop_lag": probe.summary(),

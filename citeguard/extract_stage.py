@@ -207,7 +207,7 @@ class ExtractStage:
         no_page.set_result(None)
         end = None if deadline is None else loop.time() + deadline
 
-        async def one(url: str) -> FetchResult:
+        async def one(url: str) -> None:
             left = deadline if end is None else end - loop.time()
             if left is not None and left <= 0:
                 res = FetchResult(
@@ -228,7 +228,6 @@ class ExtractStage:
             if on_page is not None:
                 on_page(url, res, job)
             results[url] = res
-            return res
 
         distinct = list(dict.fromkeys(urls))
         results: dict[str, FetchResult] = {}
@@ -236,10 +235,10 @@ class ExtractStage:
         # loop for 50-80 ms (normalising, address checks and a task step each). Only the
         # unfinished tasks are held (a finished one's result is in ``results``): 2,000 finished
         # tasks kept ~6,000 objects (task, coroutine, context) for the collector to walk.
-        live: set[asyncio.Future[FetchResult]] = set()
+        live: set[asyncio.Future[None]] = set()
         failed: list[BaseException] = []
 
-        def finished(task: asyncio.Future[FetchResult]) -> None:
+        def finished(task: asyncio.Future[None]) -> None:
             live.discard(task)
             error = None if task.cancelled() else task.exception()
             if error is not None:

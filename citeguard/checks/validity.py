@@ -8,6 +8,7 @@ and extracted pages come in, an :class:`AxisResult` and reports come out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import re
 import time
@@ -170,11 +171,8 @@ async def _verify_pairs(
             verify_pair(pair, ext, policy, judged=judged)
             done += 1
     if done < len(work):
-        if serial is None:
+        async with serial or contextlib.nullcontext():
             await asyncio.to_thread(run, work[done:])
-        else:
-            async with serial:
-                await asyncio.to_thread(run, work[done:])
 
 
 @dataclass

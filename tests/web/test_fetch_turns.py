@@ -13,10 +13,11 @@ import socket
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from citeguard.models import CitationStatus
+from citeguard.models import CitationStatus, FetchResult
 from citeguard.policy import FetchPolicy
 from citeguard.web.fetch import Fetcher, SystemResolver
 
@@ -74,47 +75,54 @@ class UnknownHosts:
         raise socket.gaierror(socket.EAI_NONAME, f"{host}: unknown")
 
 
-async def _fetch_when_waiting(
-    f: Fetcher, resolver: UnknownHosts, urls: list[str], waiting: int
-) -> dict[str, object]:
-    fetch = asyncio.create_task(f.fetch_all(urls, deadline=30))
-    await resolver.until_waiting(waiting)  # every look-up the fetcher lets start is under way
-    for _ in range(50):  # and no more start, however many turns pass
-        await asyncio.sleep(0)
-    held = resolver.most_waiting
-    fetch_tasks = sum(
-        1
-        for t in asyncio.all_tasks()
-        if getattr(t.get_coro(), "__qualname__", "") == "Fetcher._fetch_task"
-    )
-    resolver.answer()
-    results = await fetch
-    return {"held": held, "fetch_tasks": fetch_tasks, "results": results}
+@dataclass
+class _Held:
+    """What one fetch_all of unknown hosts had under way while every look-up it let start
+    waited: look-ups and fetch tasks; then its results, once the look-ups failed."""
+
+    urls: list[str]
+    resolver: UnknownHosts
+    held: int = 0
+    fetch_tasks: int = 0
+    results: dict[str, FetchResult] = field(default_factory=dict)
+
+
+async def _fetch_unknown_hosts(n: int, *, concurrency: int, waiting: int) -> _Held:
+    async with turn_counter() as turn:
+        out = _Held([f"http://h{i}.example.com/" for i in range(n)], UnknownHosts(turn))
+        policy = FetchPolicy(global_concurrency=concurrency)
+        async with Fetcher(policy, resolver=out.resolver) as f:
+            fetch = asyncio.create_task(f.fetch_all(out.urls, deadline=30))
+            # every look-up the fetcher lets start is under way
+            await out.resolver.until_waiting(waiting)
+            for _ in range(50):  # and no more start, however many turns pass
+                await asyncio.sleep(0)
+            out.held = out.resolver.most_waiting
+            out.fetch_tasks = sum(
+                1
+                for t in asyncio.all_tasks()
+                if getattr(t.get_coro(), "__qualname__", "") == "Fetcher._fetch_task"
+            )
+            out.resolver.answer()
+            out.results = await fetch
+    return out
 
 
 async def test_one_call_has_at_most_global_concurrency_fetches_under_way() -> None:
-    async with turn_counter() as turn:
-        resolver = UnknownHosts(turn)
-        urls = [f"http://h{i}.example.com/" for i in range(200)]
-        async with Fetcher(FetchPolicy(global_concurrency=8), resolver=resolver) as f:
-            out = await _fetch_when_waiting(f, resolver, urls, waiting=8)
-    assert out["held"] == 8  # before: all 200 at once
-    assert out["fetch_tasks"] == 8  # the other 192 wait as strings, not as tasks
-    results = out["results"]
+    out = await _fetch_unknown_hosts(200, concurrency=8, waiting=8)
+    assert out.held == 8  # before: all 200 at once
+    assert out.fetch_tasks == 8  # the other 192 wait as strings, not as tasks
+    results = out.results
     assert isinstance(results, dict)
-    assert list(results) == urls
+    assert list(results) == out.urls
     assert {r.status for r in results.values()} == {CitationStatus.UNREACHABLE}
-    assert len(resolver.started) == 200  # the rest started as the first ones ended
+    assert len(out.resolver.started) == 200  # the rest started as the first ones ended
 
 
 async def test_a_call_starts_its_urls_in_slices_of_turns() -> None:
-    async with turn_counter() as turn:
-        resolver = UnknownHosts(turn)
-        urls = [f"http://h{i}.example.com/" for i in range(300)]
-        async with Fetcher(FetchPolicy(global_concurrency=1000), resolver=resolver) as f:
-            out = await _fetch_when_waiting(f, resolver, urls, waiting=300)
-    assert out["held"] == 300
-    per_turn = Counter(resolver.started)
+    out = await _fetch_unknown_hosts(300, concurrency=1000, waiting=300)
+    assert out.held == 300
+    per_turn = Counter(out.resolver.started)
     assert max(per_turn.values()) <= 64  # before: all 300 in one turn
     assert len(per_turn) >= 5
 
