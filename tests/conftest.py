@@ -209,3 +209,17 @@ class SleepRecorder:
 def sleeps() -> SleepRecorder:
     """Recorded retry waits (pass as ``Fetcher(..., sleep=sleeps)``)."""
     return SleepRecorder()
+
+
+def chat_completion(text: str, spans: list[tuple[int, int, str]]) -> dict[str, object]:
+    """An OpenAI chat completion (as its dict): ``text`` with a ``url_citation`` annotation
+    over each ``(start, end, url)``."""
+    annotations = [
+        {
+            "type": "url_citation",
+            "url_citation": {"start_index": s, "end_index": e, "url": url, "title": "t"},
+        }
+        for s, e, url in spans
+    ]
+    message = {"role": "assistant", "content": text, "annotations": annotations}
+    return {"object": "chat.completion", "choices": [{"index": 0, "message": message}]}

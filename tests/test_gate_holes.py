@@ -8,10 +8,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from conftest import Farm
+from conftest import Farm, chat_completion
 from test_cli import _cli, _resolve
 
 from citeguard import CitationStatus, EntailmentPolicy, FetchPolicy, Guard, Policy
+from citeguard.parse import AnswerLimits, parse_answer
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 PAGE = (
@@ -424,6 +425,50 @@ async def test_the_citation_cap_keeps_whole_leading_claims(farm: Farm) -> None:
     assert len(verdict.citations) == 2
     assert not verdict.passed
     assert _too_large(verdict).details["checked_claims"] == 1
+
+
+def _hit_cap_answers(n: int) -> dict[str, object]:
+    """Answers holding ``n`` citation markers, links or annotations, one of each way in."""
+    text = "The Eiffel Tower is 330 metres tall."
+    return {
+        "markers": text + "[1]" * n + "\n\n[1] http://a.example.com/p\n",
+        "bare_urls": text + " " + " ".join(f"http://h{k}.example.com/p" for k in range(n)),
+        "structured": [{"claim": text, "url": [f"http://h{k}.example.com/" for k in range(n)]}],
+        "annotations": chat_completion(
+            text,
+            [(k % len(text), k % len(text) + 1, f"http://h{k}.example.com/") for k in range(n)],
+        ),
+    }
+
+
+def test_past_four_times_the_citation_cap_an_answer_is_not_parsed() -> None:
+    # each marker, link and annotation is an object until the answer is assembled: 33,000
+    # "[1]" were 66,000 objects that a full garbage collection walked while the loop waited
+    limits = AnswerLimits(max_chars=10**6, max_claims=10, max_citations=3)
+    assert limits.max_hits == 12
+    for way, answer in _hit_cap_answers(13).items():
+        over = parse_answer(answer, limits=limits)
+        assert over.claims == [] and over.citations == [], way
+        (finding,) = [f for f in over.findings if f.code == "answer_too_large"]
+        assert finding.details == {"markers": 13}, way
+        assert "more than 12 citation markers and links" in finding.message
+    for way, answer in _hit_cap_answers(12).items():
+        at_cap = parse_answer(answer, limits=limits)  # read, then cut to the citation cap
+        (finding,) = [f for f in at_cap.findings if f.code == "answer_too_large"]
+        assert "checked_claims" in finding.details, way
+        # without limits the same answer is read whole
+        assert len(parse_answer(answer).citations) >= 12, way
+
+
+async def test_an_answer_past_the_marker_cap_fetches_nothing_and_fails(farm: Farm) -> None:
+    url = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    answer = "The Eiffel Tower is 330 metres tall" + "[1]" * 13 + f".\n\n[1] {url}\n"
+    async with _guard(farm, max_citations=3) as guard:
+        verdict = await guard.check(answer)
+    assert not verdict.passed
+    assert verdict.citations == []
+    assert _too_large(verdict).details == {"markers": 13}
+    assert farm.count(path="/eiffel") == 0
 
 
 async def test_a_text_over_the_character_cap_is_not_parsed(farm: Farm) -> None:

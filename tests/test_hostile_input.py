@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from aiohttp import web
+from conftest import chat_completion
 
 from citeguard import Guard, Policy
 from citeguard.checks.passage import find_paraphrase, find_passage, prepare_text
@@ -88,6 +89,27 @@ def test_parse_answer_is_bounded(name: str) -> None:
         assert c.start < 0 or text[c.start : c.end] == c.marker
     for cl in answer.claims:
         assert text[cl.start : cl.end] == cl.text
+
+
+@pytest.mark.timeout(WATCHDOG)
+def test_annotations_over_many_links_are_marked_in_bounded_time() -> None:
+    # 2,000 annotations, each over the whole of a text of 2,000 links to other pages: every
+    # annotation was compared with every link (URLs normalised per pair), 50 s of CPU
+    links = [f"https://l{k}.example.com/p" for k in range(2_000)]
+    text = " ".join(links)
+    others = [(0, len(text), f"https://other{k}.example.com/") for k in range(2_000)]
+    answer = parse_answer(chat_completion(text, others))
+    assert len(answer.citations) == 4_000  # each link, and each annotation at the first link
+    by_origin = {c.origin for c in answer.citations if c.url.startswith("https://other")}
+    assert by_origin == {"openai"}
+
+
+def test_an_annotation_over_several_links_annotates_the_one_it_names() -> None:
+    links = [f"https://l{k}.example.com/p" for k in range(5)]
+    text = "See " + " and ".join(links) + "."
+    answer = parse_answer(chat_completion(text, [(0, len(text), links[3])]))
+    assert [c.url for c in answer.citations] == links  # no extra citation
+    assert [c.origin for c in answer.citations] == ["markdown"] * 3 + ["openai", "markdown"]
 
 
 def test_quotes_bind_to_citations_by_position() -> None:

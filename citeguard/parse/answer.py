@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from citeguard.models import Answer, Finding
 from citeguard.parse.assemble import _assemble
-from citeguard.parse.base import _AXIS, MAX_MARKER_RANGE, _Hit, _mask
+from citeguard.parse.base import _AXIS, MAX_MARKER_RANGE, _Hit, _HitBudget, _mask, _TooManyHits
 from citeguard.parse.claims import _split_claims
 from citeguard.parse.links import _find_anchors, _find_bare
 from citeguard.parse.markdown import _code_spans, _html_breaks, _split_lines
@@ -65,13 +65,23 @@ def parse_answer(
         return limits.parse(
             text, allowed_schemes=allowed_schemes, references=references, documents=documents
         )
+    return _read(text, allowed_schemes, references, documents, _HitBudget())
+
+
+def _read(
+    text: object,
+    allowed_schemes: frozenset[str],
+    references: Sequence[Any] | Mapping[Any, Any] | None,
+    documents: Mapping[int | str, str] | None,
+    budget: _HitBudget,
+) -> Answer:
     provider = read_provider(text, documents=documents)
     if provider is not None:
-        return _parse_provider(provider, allowed_schemes, references)
+        return _parse_provider(provider, allowed_schemes, references, budget)
     if isinstance(text, str):
-        return _parse_text(text, allowed_schemes, _Source.of(None, references))
+        return _parse_text(text, allowed_schemes, budget, _Source.of(None, references))
     if isinstance(text, Sequence) and not isinstance(text, bytes | bytearray):
-        return _parse_structured(text, allowed_schemes)
+        return _parse_structured(text, allowed_schemes, budget)
     return Answer(
         text="",
         findings=[
@@ -93,9 +103,10 @@ class AnswerLimits:
     """How much of one answer is checked (``Policy.max_answer_chars``, ``max_claims``,
     ``max_citations``). Time, memory and the garbage collector's pauses all grow with the
     claims an answer holds, so a hostile answer is cut, not worked through: a text over
-    ``max_chars`` is not parsed, and past ``max_claims`` claims or ``max_citations`` citations
-    only the first ones are kept. Either way an ``answer_too_large`` error finding fails the
-    validity axis: an answer that was not checked whole never passes."""
+    ``max_chars`` is not parsed, nor one with more than :attr:`max_hits` citation markers and
+    links, and past ``max_claims`` claims or ``max_citations`` citations only the first ones
+    are kept. Either way an ``answer_too_large`` error finding fails the validity axis: an
+    answer that was not checked whole never passes."""
 
     max_chars: int
     max_claims: int
@@ -104,6 +115,14 @@ class AnswerLimits:
     @classmethod
     def of(cls, policy: Policy) -> AnswerLimits:
         return cls(policy.max_answer_chars, policy.max_claims, policy.max_citations)
+
+    @property
+    def max_hits(self) -> int:
+        """The most citation markers, links, provider annotations and marker findings the
+        parser records: four times ``max_citations`` (a provider's annotation over a link is
+        two, the link and the annotation). Each is an object until the answer is assembled,
+        so past this the text is not read at all rather than read and cut."""
+        return 4 * self.max_citations
 
     def parse(
         self,
@@ -129,9 +148,22 @@ class AnswerLimits:
             items = len(answer)
             if items > self.max_claims and read_provider(answer) is None:
                 answer = answer[: self.max_claims]  # one claim per item: the rest is not read
-        parsed = parse_answer(
-            answer, allowed_schemes=allowed_schemes, references=references, documents=documents
-        )
+        try:
+            parsed = _read(
+                answer, allowed_schemes, references, documents, _HitBudget(self.max_hits)
+            )
+        except _TooManyHits:
+            return Answer(
+                text="",
+                findings=[
+                    self._finding(
+                        f"the answer has more than {self.max_hits:,} citation markers and links; "
+                        f"the policy reads at most {self.max_hits:,} (four times "
+                        "Policy.max_citations): it was not parsed",
+                        markers=self.max_hits + 1,
+                    )
+                ],
+            )
         return self._cut(parsed, items)
 
     def _cut(self, parsed: Answer, items: int | None) -> Answer:
@@ -173,7 +205,7 @@ class AnswerLimits:
 
 
 def _parse_text(
-    text: str, allowed_schemes: frozenset[str], source: _Source | None = None
+    text: str, allowed_schemes: frozenset[str], budget: _HitBudget, source: _Source | None = None
 ) -> Answer:
     # ``work`` is ``text`` with its <br> line breaks made newlines (same length, same offsets):
     # layout, markers and claims are read from ``work``; markers and claims are cut from ``text``.
@@ -191,24 +223,24 @@ def _parse_text(
     link_spans: list[tuple[int, int]] = []
     findings = layout.findings
 
-    anchor_hits = _find_anchors(masked)
+    anchor_hits = _find_anchors(masked, budget)
     hits.extend(anchor_hits)
     masked = _mask(masked, [(h.start, h.end) for h in anchor_hits])
 
-    bracket_hits, skipped = _find_brackets(text, masked, code_spans, layout.defs, findings)
+    bracket_hits, skipped = _find_brackets(text, masked, code_spans, layout.defs, findings, budget)
     hits.extend(bracket_hits)
     link_spans.extend((h.start, h.end) for h in bracket_hits if h.url is not None)
     link_spans.extend(skipped)  # images and fragment links: no bare URLs inside them either
     masked = _mask(masked, link_spans)
 
-    bare_hits = _find_bare(masked)
+    bare_hits = _find_bare(masked, budget)
     hits.extend(bare_hits)
     if not any(h.kind == "numbered" for h in bracket_hits):
         glued_mask = _mask(masked, [(h.start, h.end) for h in bare_hits])
-        hits.extend(_find_glued(glued_mask, code_spans, layout.defs))
+        hits.extend(_find_glued(glued_mask, code_spans, layout.defs, budget))
     hits.sort(key=lambda h: h.start)
     if source is not None:
-        hits = source.mark(hits)
+        hits = source.mark(hits, budget)
 
     quotes = _find_quotes(_mask(masked, [(h.start, h.end) for h in hits] + code_spans))
     # (a provider's annotation over such a URL still makes it a citation)
@@ -236,9 +268,10 @@ def _parse_provider(
     answer: ProviderAnswer,
     allowed_schemes: frozenset[str],
     references: Sequence[Any] | Mapping[Any, Any] | None,
+    budget: _HitBudget,
 ) -> Answer:
     """A provider response: its text parsed with its citation objects, its searches kept."""
-    parsed = _parse_text(answer.text, allowed_schemes, _Source.of(answer, references))
+    parsed = _parse_text(answer.text, allowed_schemes, budget, _Source.of(answer, references))
     # a chat message read alone lacks its completion's sources, unless they were passed
     notes = [f for f in answer.findings if references is None or f.code != "sources_not_in_part"]
     return parsed.model_copy(

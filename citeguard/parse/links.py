@@ -7,7 +7,7 @@ import bisect
 import html
 import re
 
-from citeguard.parse.base import _Hit
+from citeguard.parse.base import _Hit, _HitBudget
 from citeguard.text import fold_whitespace
 
 _LINK_TEXT = r"(?:[^\[\]\n]|\[[^\[\]\n]*\])*"
@@ -165,7 +165,7 @@ def _looks_like_destination(token: str) -> bool:
     )
 
 
-def _find_anchors(masked: str) -> list[_Hit]:
+def _find_anchors(masked: str, budget: _HitBudget) -> list[_Hit]:
     hits: list[_Hit] = []
     opens = list(_ANCHOR_OPEN.finditer(masked))
     if not opens:
@@ -188,11 +188,12 @@ def _find_anchors(masked: str) -> list[_Hit]:
             inner = masked[m.end() : closes[j].start()]
             label = fold_whitespace(html.unescape(_TAG.sub("", inner))) or None
             end = closes[j].end()
+        budget.take()
         hits.append(_Hit(m.start(), end, "html_anchor", url=url, label=label))
     return hits
 
 
-def _find_bare(masked: str) -> list[_Hit]:
+def _find_bare(masked: str, budget: _HitBudget) -> list[_Hit]:
     hits: list[_Hit] = []
     for m in _BARE.finditer(masked):
         start = m.start()
@@ -210,5 +211,6 @@ def _find_bare(masked: str) -> list[_Hit]:
             continue  # an attribute or setting's value (a[href="https://…"], src=…), not a cite
         url = _unescape(raw, entities=False)
         url = "https://" + url if url.lower().startswith("www.") else url
+        budget.take()
         hits.append(_Hit(start, start + len(raw), "bare_url", url=url))
     return hits

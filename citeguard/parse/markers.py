@@ -18,6 +18,7 @@ from citeguard.parse.base import (
     MAX_MARKER_RANGE,
     _expand_numbers,
     _Hit,
+    _HitBudget,
     _in_spans,
     _normalize_key,
     _RefDef,
@@ -34,8 +35,10 @@ def _find_brackets(
     code_spans: list[tuple[int, int]],
     defs: Mapping[str, _RefDef],
     findings: list[Finding],
+    budget: _HitBudget,
 ) -> tuple[list[_Hit], list[tuple[int, int]]]:
-    """Inline links, reference links, numbered markers and footnotes, left to right."""
+    """Inline links, reference links, numbered markers and footnotes, left to right. Each hit
+    and each finding takes one from ``budget``."""
     hits: list[_Hit] = []
     skipped: list[tuple[int, int]] = []
     code_starts = [s for s, _ in code_spans]
@@ -59,6 +62,7 @@ def _find_brackets(
                 skipped.append((m.start(), m.end()))  # image or in-page link: not a citation
             else:
                 label = fold_whitespace(label_text) or None
+                budget.take()
                 hits.append(_Hit(start, m.end(), "inline_link", url=dest, label=label))
             pos = m.end()
             continue
@@ -66,6 +70,7 @@ def _find_brackets(
         stripped = label_text.strip()
         if not in_code and _FOOTNOTE_TEXT.fullmatch(stripped):
             key = "^" + _normalize_key(stripped[1:])
+            budget.take()
             hits.append(_Hit(start, text_end, "footnote", keys=(key,), label=key))
             pos = text_end
             continue
@@ -79,6 +84,7 @@ def _find_brackets(
             why = _data_list_reason(masked, start, text_end, label_text, numbers, defs)
             if why is not None:
                 marker = text[start:text_end]
+                budget.take()
                 findings.append(
                     Finding(
                         code="bracket_data_assumed",
@@ -95,6 +101,7 @@ def _find_brackets(
                 pos = text_end
                 continue
             if not ok:
+                budget.take()
                 findings.append(
                     Finding(
                         code="malformed_marker",
@@ -107,6 +114,7 @@ def _find_brackets(
                     )
                 )
             if numbers:
+                budget.take()
                 hits.append(_Hit(start, text_end, "numbered", keys=tuple(numbers)))
             pos = text_end  # a following "[3]" of "[1][3]" is matched on its own
             continue
@@ -127,6 +135,7 @@ def _find_brackets(
                     and not _ref_pair_is_data(masked, start, label_text, ref)
                 )
             ):
+                budget.take()
                 hits.append(
                     _Hit(
                         start, m.end(), "reference_link", keys=(key,), label=key, explicit_ref=True
@@ -136,6 +145,7 @@ def _find_brackets(
                 continue
         if not in_code and stripped and _normalize_key(stripped) in defs:
             key = _normalize_key(stripped)
+            budget.take()
             hits.append(_Hit(start, text_end, "reference_link", keys=(key,), label=key))
             pos = text_end
             continue
@@ -355,7 +365,10 @@ def _glued_reading(word: str, digits: str, numbers: Container[str]) -> list[tupl
 
 
 def _find_glued(
-    masked: str, code_spans: list[tuple[int, int]], defs: Mapping[str, _RefDef]
+    masked: str,
+    code_spans: list[tuple[int, int]],
+    defs: Mapping[str, _RefDef],
+    budget: _HitBudget,
 ) -> list[_Hit]:
     """Glued markers (``markets13`` = [1][3]); called only when the answer has a numbered
     reference list and no bracketed numbered marker. Each carries a ``glued_marker_assumed``
@@ -386,6 +399,7 @@ def _find_glued(
         for k, (offset, key) in enumerate(reading):
             s = start + offset
             e = start + len(digits) if len(reading) == 1 else s + 1
+            budget.take()
             hits.append(
                 _Hit(s, e, "numbered", keys=(key,), label=key, note=note if k == 0 else None)
             )

@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from citeguard.models import CitationOrigin, Finding, Severity
-from citeguard.parse.base import _AXIS, _Hit, _Layout, _normalize_key, _PendingCitation, _RefDef
+from citeguard.parse.base import (
+    _AXIS,
+    _Hit,
+    _HitBudget,
+    _Layout,
+    _normalize_key,
+    _PendingCitation,
+    _RefDef,
+)
 from citeguard.providers.base import (
     ProviderAnswer,
     ProviderCitation,
@@ -18,13 +26,27 @@ from citeguard.providers.base import (
 )
 from citeguard.web.urls import normalize_url
 
+_UrlKey = tuple[str | None, str]
 
-def _same_url(a: str, b: str) -> bool:
-    """The same page, tracking parameters aside."""
+_MARK_SCAN = 32
+"""The links one provider range is matched against (the first ones it overlaps): a range over
+more is a citation of its own at the first. A bound that keeps marking linear."""
+
+
+def _url_key(url: str) -> _UrlKey:
+    """What :func:`_same_url` compares: the normalised URL, tracking parameters aside (None
+    where it does not normalise), and the URL as written."""
     try:
-        return normalize_url(strip_tracking(a)) == normalize_url(strip_tracking(b))
+        return normalize_url(strip_tracking(url)), url.strip()
     except ValueError:
-        return a.strip() == b.strip()
+        return None, url.strip()
+
+
+def _same_url(a: _UrlKey, b: _UrlKey) -> bool:
+    """The same page: the normalised URLs, or as written where either does not normalise."""
+    if a[0] is not None and b[0] is not None:
+        return a[0] == b[0]
+    return a[1] == b[1]
 
 
 @dataclass(slots=True)
@@ -92,31 +114,48 @@ class _Source:
                 quote=ref.quote if ref is not None else None,
             )
 
-    def mark(self, hits: list[_Hit]) -> list[_Hit]:
-        """The provider's marker ranges onto the text's hits: a range over a link to the same
-        page annotates that link (one citation); a range over no hit is a marker of its own."""
+    def mark(self, hits: list[_Hit], budget: _HitBudget) -> list[_Hit]:
+        """The provider's marker ranges onto the text's hits (sorted by start): a range over a
+        link to the same page annotates that link (one citation); a range over no hit is a
+        marker of its own. Each range takes one from ``budget``. Linear with a log factor: the
+        hits overlapping a range are found by bisection (``reach``: the furthest end so far,
+        never decreasing), and at most :data:`_MARK_SCAN` of them are compared."""
         if not self.markers:
             return hits
-        added: list[_Hit] = []
+        items = list(hits)
+        starts = [h.start for h in items]
+        reach: list[int] = []
+        for h in items:
+            reach.append(max(reach[-1], h.end) if reach else h.end)
+        keys: dict[int, _UrlKey] = {}  # id(hit) -> its URL's key, made once
         for cit in self.markers:
-            over = [h for h in (*hits, *added) if h.start < cit.end and cit.start < h.end]
-            same = next(
-                (
-                    h
-                    for h in over
-                    if h.url is not None
-                    and h.provider is None
-                    and cit.url is not None
-                    and _same_url(h.url, cit.url)
-                ),
-                None,
-            )
-            if same is not None:
-                same.provider, same.origin = cit, self.origin
-            elif over:
-                self.late.append((cit, min(h.start for h in over)))
+            budget.take()
+            first = bisect.bisect_right(reach, cit.start)  # the first hit ending after it starts
+            stop = bisect.bisect_left(starts, cit.end)  # past the last hit starting before its end
+            if first < stop:  # it overlaps hits; items[first] is the first of them
+                same = None
+                if cit.url is not None:
+                    want = _url_key(cit.url)
+                    for k in range(first, min(stop, first + _MARK_SCAN)):
+                        h = items[k]
+                        if h.url is None or h.provider is not None or h.end <= cit.start:
+                            continue
+                        key = keys.get(id(h))
+                        if key is None:
+                            key = keys[id(h)] = _url_key(h.url)
+                        if _same_url(key, want):
+                            same = h
+                            break
+                if same is not None:
+                    same.provider, same.origin = cit, self.origin
+                else:
+                    self.late.append((cit, items[first].start))
             elif cit.url is not None:
-                added.append(
+                # over no hit: every hit before ends by its start, every one after starts at or
+                # after its end, so the furthest end at its place is its own end
+                at = bisect.bisect_left(starts, cit.start)
+                items.insert(
+                    at,
                     _Hit(
                         cit.start,
                         cit.end,
@@ -125,9 +164,11 @@ class _Source:
                         label=cit.title,
                         provider=cit,
                         origin=self.origin,
-                    )
+                    ),
                 )
-        return sorted([*hits, *added], key=lambda h: h.start) if added else hits
+                starts.insert(at, cit.start)
+                reach.insert(at, cit.end)
+        return items
 
     def assemble(
         self,

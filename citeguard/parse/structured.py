@@ -7,11 +7,14 @@ from typing import Any
 
 from citeguard.models import Answer, Claim, Finding
 from citeguard.parse.assemble import _citations
-from citeguard.parse.base import _AXIS, _PendingCitation
+from citeguard.parse.base import _AXIS, _HitBudget, _PendingCitation
 from citeguard.parse.quotes import _find_quotes
 
 
-def _parse_structured(items: Sequence[Any], allowed_schemes: frozenset[str]) -> Answer:
+def _parse_structured(
+    items: Sequence[Any], allowed_schemes: frozenset[str], budget: _HitBudget
+) -> Answer:
+    """One claim per item; each URL takes one from ``budget``."""
     findings: list[Finding] = []
     texts: list[str] = []
     claims: list[Claim] = []
@@ -85,6 +88,7 @@ def _parse_structured(items: Sequence[Any], allowed_schemes: frozenset[str]) -> 
                 )
             )
         for url in urls:
+            budget.take()
             pending.append(
                 _PendingCitation(
                     url, "structured", url, None, -1, -1, claim_index, quote, origin="structured"
