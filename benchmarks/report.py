@@ -313,6 +313,7 @@ def summary_markdown(results: dict[str, Any]) -> str:
                 "max stall ms",
                 "loop CPU at a stretch ms",
                 "longest GC pause ms",
+                "full collections",
                 "max stall ms, tuned runtime",
             ],
             [
@@ -324,6 +325,7 @@ def summary_markdown(results: dict[str, Any]) -> str:
                     v["loop_lag"]["max_ms"],
                     v["loop_lag"].get("loop_cpu_max_ms", "-"),
                     v.get("gc_pause_max_ms", "-"),
+                    v.get("full_collections", "-"),
                     st.get("tuned", {}).get(k, {}).get("loop_lag", {}).get("max_ms", "-"),
                 ]
                 for k, v in st["inputs"].items()
@@ -331,8 +333,11 @@ def summary_markdown(results: dict[str, Any]) -> str:
         )
         lines += [
             "",
-            "Cut: the answer is over `Policy.max_claims` (2,000); its first 2,000 claims are"
-            " checked and it fails validity with `answer_too_large`. The uncapped row is for"
+            "Cut: the answer is over `Policy.max_claims` (2,000) or `max_citations` (500); its"
+            " leading claims are checked, or none when it holds more than four times"
+            " `max_citations` markers and links, and it fails validity with `answer_too_large`."
+            " Full collections: gen-2 passes during the check (each walks the whole heap)."
+            " The uncapped row is for"
             " contrast: its stalls are the collector's full passes over a heap of 20,000"
             " claims, not citeguard's own steps. Tuned runtime: the same check after"
             " `citeguard.runtime.Runtime().apply()` (start-up heap frozen, no automatic full"

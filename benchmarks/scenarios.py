@@ -1326,12 +1326,29 @@ def odd_answers(n: int, base: str) -> dict[str, str]:
     }
 
 
+def chat_completion_dict(text: str, urls: Sequence[str]) -> dict[str, Any]:
+    """An OpenAI chat completion (its dict): ``text`` with one ``url_citation`` annotation per
+    URL, each over the whole text."""
+    notes = [
+        {
+            "type": "url_citation",
+            "url_citation": {"start_index": 0, "end_index": len(text), "url": u, "title": "t"},
+        }
+        for u in urls
+    ]
+    message = {"role": "assistant", "content": text, "annotations": notes}
+    return {"object": "chat.completion", "choices": [{"index": 0, "message": message}]}
+
+
 async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
     """One hostile input at a time through ``Guard.check`` (default policy, entailment off),
     with a 1 ms ticker on the same loop: the longest it was kept waiting is the longest the
-    check blocked the loop. Inputs: a 200 kB prose answer (5,000 claims), 20,000 structured
-    items, a claim paraphrasing a page of 1 MB of text, 5 MB of HTML. The first two pass the
-    default caps (``Policy.max_claims`` 2,000): their first 2,000 claims are checked. Target:
+    check blocked the loop. Inputs: a 200 kB prose answer (5,000 claims, a marker on every
+    fourth, 200 references), 20,000 structured items, a claim paraphrasing a page of 1 MB of
+    text, 5 MB of HTML, answers at the citation cap (500 unresolvable hosts, 499 listed
+    references), a provider response of 1,400 annotations over 500 links. The first two pass
+    the default caps (``Policy.max_claims`` 2,000, ``max_citations`` 500): their leading
+    claims are checked. Target:
     no input blocks the loop > 20 ms. Also reported: the longest garbage-collector pause in
     each window (a full collection walks the whole heap, wherever it runs) and, for contrast,
     the 20,000 items with the cap lifted. Then the odd answers of :func:`odd_answers` (issue 33:
@@ -1361,7 +1378,7 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     base = f"http://127.0.0.1:{port}"
     n_items = int(20_000 * scale)
-    n_refs = int(2_000 * scale)
+    n_refs = int(200 * scale)
 
     def items(n: int) -> list[dict[str, str]]:
         return [
@@ -1375,6 +1392,8 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
         "prose_200kB": lambda: (
             " ".join(
                 f"The lighthouse reopened on Tuesday [{k % n_refs + 1}]."
+                if k % 4 == 0
+                else "The lighthouse reopened on Tuesday."
                 for k in range(n_items // 4)
             )
             + "\n\n"
@@ -1386,6 +1405,21 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
             f"restored for three years [1].\n\n[1] {base}/long\n"
         ),
         "html_5MB": lambda: f"The lighthouse reopened on Tuesday [1].\n\n[1] {base}/html\n",
+        # at the citation cap (Policy.max_citations): 500 hosts that do not resolve; a
+        # reference list of 499 entries no claim cites (each fetched: the user sees them)
+        "bare_urls_at_cap": lambda: " ".join(
+            f"http://h{i}.example.com/p" for i in range(policy.max_citations)
+        ),
+        "references_at_cap": lambda: (
+            "x [1].\n\n"
+            + "\n".join(f"[{i}] {base}/short?r={i}" for i in range(1, policy.max_citations))
+        ),
+        # a provider response: 1,400 url_citation annotations, each over the whole of a text of
+        # 500 links to other pages (each annotation was compared with each link: seconds)
+        "annotations_over_links": lambda: chat_completion_dict(
+            " ".join(f"{base}/short?a={i}" for i in range(policy.max_citations)),
+            [f"{base}/short?o={i}" for i in range(1_400)],
+        ),
         **{
             name: (lambda name=name: odd_answers(int(100_000 * scale), base)[name])
             for name in odd_answers(10, base)
@@ -1412,6 +1446,7 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
             "loop_lag": probe.summary(),
             "gc_pause_max_ms": gc_pauses.max_ms,
             "gc_pauses_over_10ms": sum(p > 10 for p in gc_pauses.pauses),
+            "full_collections": sum(g == 2 for g in gc_pauses.generations),
             "citations": len(verdict.citations),
             "claims": len(verdict.claims),
             "passed": verdict.passed,

@@ -431,7 +431,7 @@ def _hit_cap_answers(n: int) -> dict[str, object]:
     """Answers holding ``n`` citation markers, links or annotations, one of each way in."""
     text = "The Eiffel Tower is 330 metres tall."
     return {
-        "markers": text + "[1]" * n + "\n\n[1] http://a.example.com/p\n",
+        "markers": text + "[1]" * (n - 1) + "\n\n[1] http://a.example.com/p\n",  # and its entry
         "bare_urls": text + " " + " ".join(f"http://h{k}.example.com/p" for k in range(n)),
         "structured": [{"claim": text, "url": [f"http://h{k}.example.com/" for k in range(n)]}],
         "annotations": chat_completion(
@@ -457,7 +457,7 @@ def test_past_four_times_the_citation_cap_an_answer_is_not_parsed() -> None:
         (finding,) = [f for f in at_cap.findings if f.code == "answer_too_large"]
         assert "checked_claims" in finding.details, way
         # without limits the same answer is read whole
-        assert len(parse_answer(answer).citations) >= 12, way
+        assert len(parse_answer(answer).citations) >= 11, way
 
 
 async def test_an_answer_past_the_marker_cap_fetches_nothing_and_fails(farm: Farm) -> None:
@@ -469,6 +469,28 @@ async def test_an_answer_past_the_marker_cap_fetches_nothing_and_fails(farm: Far
     assert verdict.citations == []
     assert _too_large(verdict).details == {"markers": 13}
     assert farm.count(path="/eiffel") == 0
+
+
+async def test_listed_references_count_against_the_citation_cap(farm: Farm) -> None:
+    # every entry of a reference list is fetched (the user sees it): a list of thousands was
+    # thousands of fetches whatever the cap; now the claims' citations come first, then as
+    # many entries as the cap leaves, and the answer fails as too large
+    urls = [farm.add("facts.example.com", f"/l{k}", body=PAGE) for k in range(6)]
+    answer = "The Eiffel Tower is 330 metres tall [1].\n\n" + "\n".join(
+        f"[{k + 1}] {u}" for k, u in enumerate(urls)
+    )
+    async with _guard(farm, max_citations=3) as guard:
+        verdict = await guard.check(answer)
+    assert not verdict.passed
+    finding = _too_large(verdict)
+    assert finding.details["listed_references"] == 5
+    assert "the first 1 claims and 2 listed references were checked" in finding.message
+    fetched = [k for k in range(6) if farm.count(path=f"/l{k}")]
+    assert fetched == [0, 1, 2]
+    async with _guard(farm, max_citations=6) as guard:
+        whole = await guard.check(answer)
+    assert "answer_too_large" not in {f.code for f in whole.axes["validity"].findings}
+    assert all(farm.count(path=f"/l{k}") for k in range(6))
 
 
 async def test_a_text_over_the_character_cap_is_not_parsed(farm: Farm) -> None:

@@ -81,8 +81,10 @@ async def busiest_stretch() -> AsyncIterator[list[float]]:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("name", list(ANSWERS))
 async def test_an_odd_answer_never_holds_the_loop(name: str) -> None:
-    # nothing resolves, so nothing is extracted: no extraction child to start (no warm_up)
-    guard = Guard(Policy(), entailer=None, resolver=StaticResolver({}))
+    # nothing resolves, so nothing is extracted: no extraction child to start (no warm_up).
+    # 2,000 citations (the default cap is 500): the loop's share of the work, not the cap's
+    policy = Policy(max_citations=2_000)
+    guard = Guard(policy, entailer=None, resolver=StaticResolver({}))
     try:
         await guard.check("Warm [1].\n\n[1] http://warm.example.com/")  # first-use imports
         async with busiest_stretch() as gaps:
@@ -212,7 +214,7 @@ async def test_many_listed_references_on_served_pages_stay_off_the_loop() -> Non
     answer = "x [1].\n\n" + "\n".join(
         f"[{i}] http://127.0.0.1:{port}/p?r={i}" for i in range(1, N // 30)
     )
-    guard = Guard(Policy.for_tests(), entailer=None)
+    guard = Guard(Policy.for_tests().replace(max_citations=2_000), entailer=None)
     try:
         await guard.check(f"Warm [1].\n\n[1] http://127.0.0.1:{port}/p?r=0")
         async with busiest_stretch() as gaps:

@@ -168,8 +168,14 @@ class AnswerLimits:
 
     def _cut(self, parsed: Answer, items: int | None) -> Answer:
         claims, citations = len(parsed.claims), len(parsed.citations)
+        # reference-list entries no claim cites are fetched too (the user sees them): they
+        # count against ``max_citations`` after the claims' own citations
+        listed = [
+            k for k, f in enumerate(parsed.findings) if f.code == "unused_reference" and f.url
+        ]
         over = (items or 0) > self.max_claims
-        if not over and claims <= self.max_claims and citations <= self.max_citations:
+        fits = claims <= self.max_claims and citations + len(listed) <= self.max_citations
+        if not over and fits:
             return parsed
         keep, cited = 0, 0  # the longest run of leading claims within both caps
         for claim in parsed.claims[: self.max_claims]:
@@ -178,24 +184,32 @@ class AnswerLimits:
                 break
             cited, keep = max(cited, last), keep + 1
         cited = cited if keep < claims else min(citations, self.max_citations)
+        room = max(0, self.max_citations - cited)
+        dropped = set(listed[room:])  # not fetched, not reported: the answer fails as too large
         what = (
             f"{items:,} structured items"
             if over and items is not None
             else f"{claims:,} claims and {citations:,} citations"
+            + (f" and {len(listed):,} listed references no claim cites" if listed else "")
+        )
+        checked = f"the first {keep:,} claims" + (
+            f" and {min(room, len(listed)):,} listed references" if listed else ""
         )
         finding = self._finding(
             f"the answer has {what}; the policy checks at most {self.max_claims:,} claims and "
-            f"{self.max_citations:,} citations (Policy.max_claims, max_citations): only the "
-            f"first {keep:,} claims were checked",
+            f"{self.max_citations:,} citations (Policy.max_claims, max_citations): only "
+            f"{checked} were checked",
             claims=claims if items is None else items,
             citations=citations,
             checked_claims=keep,
+            **({"listed_references": len(listed)} if listed else {}),
         )
+        kept = [f for k, f in enumerate(parsed.findings) if k not in dropped]
         return parsed.model_copy(
             update={
                 "claims": parsed.claims[:keep],
                 "citations": parsed.citations[:cited],
-                "findings": [*parsed.findings, finding],
+                "findings": [*kept, finding],
             }
         )
 
@@ -211,7 +225,7 @@ def _parse_text(
     # layout, markers and claims are read from ``work``; markers and claims are cut from ``text``.
     work = _html_breaks(text)
     lines = _split_lines(work)
-    layout = _scan_layout(work, lines)
+    layout = _scan_layout(work, lines, budget)
     if source is not None:
         source.add_definitions(layout)
 

@@ -97,6 +97,7 @@ class _Line:
 class _Layout:
     """Which lines are reference definitions, source lines, code; the reference table."""
 
+    budget: _HitBudget = field(default_factory=_HitBudget)  # each definition takes one
     defs: dict[str, _RefDef] = field(default_factory=dict)
     def_lines: set[int] = field(default_factory=set)
     source_lines: set[int] = field(default_factory=set)  # not claims; their links still count

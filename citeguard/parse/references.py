@@ -10,6 +10,7 @@ from citeguard.parse.base import (
     _AXIS,
     _QUICK_NUM_MARKER,
     _expand_numbers,
+    _HitBudget,
     _Layout,
     _Line,
     _normalize_key,
@@ -48,9 +49,10 @@ _SOURCES_INLINE = re.compile(
 _ENTRY_START = re.compile(r"[ \t]*(?:[-*+•][ \t]+|\d{1,3}[.)][ \t]+|\[)")
 
 
-def _scan_layout(text: str, lines: list[_Line]) -> _Layout:
-    """Find code fences, reference definitions and ``Sources:`` blocks, line by line."""
-    layout = _Layout()
+def _scan_layout(text: str, lines: list[_Line], budget: _HitBudget) -> _Layout:
+    """Find code fences, reference definitions and ``Sources:`` blocks, line by line. Each
+    definition (or duplicate) takes one from ``budget``."""
+    layout = _Layout(budget=budget)
     n = len(lines)
 
     # Fenced code: only a fence that is closed makes a code block (an LLM's stray ``` must not
@@ -181,6 +183,7 @@ def _continuation_url(lines: list[_Line], i: int, *, in_section: bool) -> str | 
 
 
 def _add_definition(layout: _Layout, key: str, url: str | None, i: int, lines: list[_Line]) -> None:
+    layout.budget.take()
     existing = layout.defs.get(key)
     if existing is None:
         layout.defs[key] = _RefDef(key=key, url=url, line=i)

@@ -86,6 +86,7 @@ class _Source:
         """The passed references as definitions the text's markers resolve to (the text's own
         definition of a key wins)."""
         for raw_key, ref in self.refs:
+            layout.budget.take()
             key = _normalize_key(raw_key)
             url = ref.url if ref is not None else None
             existing = layout.defs.get(key)
