@@ -434,11 +434,12 @@ class Guard:
             # objects are known only once read (8,000 annotations: ~0.3 s of parsing)
             offload = True
         if offload:
-            # long answers cost more than a millisecond to parse: keep them off the event loop
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(
-                None, functools.partial(parse_answer, answer, allowed_schemes=schemes, **sources)
-            )
+            # long answers cost more than a millisecond to parse: keep them off the event loop,
+            # in the extraction child when it is up for a text (a string pickles in
+            # microseconds; an SDK object, or a caller's references, may not pickle at all)
+            parse = functools.partial(parse_answer, answer, allowed_schemes=schemes, **sources)
+            plain = sources.get("references") is None and sources.get("documents") is None
+            return await self._pages.off_loop(parse, child=isinstance(answer, str) and plain)
         return parse_answer(answer, allowed_schemes=schemes, **sources)
 
     # ------------------------------------------------------------------ searches

@@ -237,3 +237,50 @@ async def test_auto_starts_the_child_at_warm_up_and_thread_mode_never(farm: Farm
         assert worker is not None and worker.ready
     async with Guard(_policy(extract_in="thread"), resolver=farm.resolver, now=lambda: NOW) as g:
         assert g._pages.worker is None
+
+
+def _long_answer(url: str) -> str:
+    # over the inline-parse size: parsed off the loop
+    filler = " ".join(["The lighthouse reopened on Tuesday."] * 100)
+    return f"{filler} {CLAIM}\n\n[1] {url}\n"
+
+
+async def test_a_long_answer_is_parsed_in_the_child_once_it_is_up(farm: Farm) -> None:
+    # a parse in a thread makes the loop wait for the GIL after every select(): 9-18 ms stalls
+    # for a 100 kB answer; in the child 1-9 ms. The page is missing: nothing to extract, so the
+    # parse is the child's one job
+    url = farm.add("example.com", "/article", body=ARTICLE, content_type="text/html")
+    url = url.replace("/article", "/missing")
+    policy = _policy(extract_in="thread")
+    async with Guard(policy, resolver=farm.resolver, now=lambda: NOW) as g:
+        in_thread = await g.check(_long_answer(url))
+    async with Guard(_policy(), resolver=farm.resolver, now=lambda: NOW) as g:
+        worker = g._pages.worker
+        assert worker is not None and worker.ready
+        before = worker.completed
+        verdict = await g.check(_long_answer(url))
+        assert worker.completed - before == 1
+        # a caller's references may not pickle: that parse stays in the thread
+        await g.check(_long_answer(url), references={"x": url})
+        assert worker.completed - before == 1
+    assert verdict.claims == in_thread.claims  # the same parse
+    assert [(c.url, c.status, c.claim_indices) for c in verdict.citations] == [
+        (c.url, c.status, c.claim_indices) for c in in_thread.citations
+    ]
+    assert verdict.citations[0].status is CitationStatus.NOT_FOUND
+
+
+async def test_a_parse_the_child_fails_is_done_in_a_thread(farm: Farm) -> None:
+    # 0.1 ms is too short for any job: the child is killed on the parse (the page is missing,
+    # so the parse is its one job), and the thread parses
+    url = farm.add("example.com", "/article", body=ARTICLE, content_type="text/html")
+    url = url.replace("/article", "/missing")
+    policy = _policy(extract_timeout=0.000_1)
+    async with Guard(policy, resolver=farm.resolver, now=lambda: NOW) as g:
+        worker = g._pages.worker
+        assert worker is not None and worker.ready
+        verdict = await g.check(_long_answer(url))
+        assert worker.restarts == 1
+    assert verdict.citations[0].url == url
+    assert verdict.citations[0].status is CitationStatus.NOT_FOUND
+    assert len(verdict.claims) > 1
