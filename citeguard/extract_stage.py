@@ -170,7 +170,7 @@ class ExtractStage:
         job (killed, timed out, died) leaves it to the thread."""
         loop = asyncio.get_running_loop()
         worker = self._worker
-        if child and self._given_executor is None and worker is not None and worker.ready:
+        if child and worker is not None and worker.ready:  # (no child with a given executor)
             try:
                 return await loop.run_in_executor(worker, fn)
             except ExtractionFailed:

@@ -22,6 +22,8 @@ import asyncio
 import contextlib
 import mimetypes
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 
@@ -223,3 +225,11 @@ def chat_completion(text: str, spans: list[tuple[int, int, str]]) -> dict[str, o
     ]
     message = {"role": "assistant", "content": text, "annotations": annotations}
     return {"object": "chat.completion", "choices": [{"index": 0, "message": message}]}
+
+
+def fresh_python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run in a fresh interpreter (nothing this process imported or built is there),
+    its output captured as text; a failure raises."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
+from conftest import fresh_python
 
 from citeguard import Guard, Policy
 from citeguard.checks.sources import _suffixes, classify_source
@@ -179,9 +180,6 @@ def test_warm_up_reads_the_public_suffix_list() -> None:
     """The suffix list (~10-20 ms of Python on first use) is read by warm_up, in a thread, not
     on the loop inside the first check that meets a host name (a fresh process: this one has
     built it already)."""
-    import subprocess
-    import sys
-
     code = (
         "import asyncio\n"
         "from citeguard import Guard, Policy\n"
@@ -192,9 +190,7 @@ def test_warm_up_reads_the_public_suffix_list() -> None:
         "asyncio.run(main())\n"
         "print(suffix_list.cache_info().currsize)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
+    out = fresh_python(code)
     assert out.stdout.strip() == "1", out.stderr
 
 

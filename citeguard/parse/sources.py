@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,9 +126,7 @@ class _Source:
             return hits
         items = list(hits)
         starts = [h.start for h in items]
-        reach: list[int] = []
-        for h in items:
-            reach.append(max(reach[-1], h.end) if reach else h.end)
+        reach = list(itertools.accumulate((h.end for h in items), max))
         keys: dict[int, _UrlKey] = {}  # id(hit) -> its URL's key, made once
         for cit in self.markers:
             budget.take()

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import subprocess
-import sys
 
 import idna
 import pytest
 import tldextract
+from conftest import fresh_python
 
 from citeguard.web.suffixes import SuffixList, suffix_list
 from citeguard.web.urls import registrable_domain
@@ -107,9 +106,7 @@ def test_reading_the_list_imports_neither_tldextract_nor_requests() -> None:
         "assert registrable_domain('news.bbc.co.uk') == 'bbc.co.uk'\n"
         "print(sorted(m for m in ('tldextract', 'requests') if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
+    out = fresh_python(code)
     assert out.stdout.strip() == "[]", out.stderr
 
 
