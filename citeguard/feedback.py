@@ -8,7 +8,7 @@ them, for ``Policy.on_fail="strip"``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,9 @@ class Feedback(BaseModel):
     exclude_urls: UrlSet
     findings: list[Finding] = Field(default_factory=list)
     message: str
+    # "fresher": the answer passed; the one attempt asking for fresher sources
+    # (checks/freshness_ask.py), with nothing excluded for freshness
+    kind: Literal["rejected", "fresher"] = "rejected"
 
     def __str__(self) -> str:
         return self.message

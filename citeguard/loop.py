@@ -26,6 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from citeguard.checks.freshness_ask import FresherAsk, fresher_ask
 from citeguard.feedback import Feedback, render_feedback, strip_answer, strip_structured
 from citeguard.models import Attempt, GuardResult, SearchRecord, Synthesis, Verdict
 from citeguard.parse import parse_answer
@@ -198,6 +199,8 @@ async def regenerate(
     total_cost = 0.0
     max_attempts = strategy.max_attempts(policy)
     stop_reason = f"no passing answer after {max_attempts} attempt(s)"
+    # a passing answer with sources stale under an uncertain regime, and what was asked
+    asked: tuple[GuardResult, FresherAsk] | None = None
     for number in range(1, max_attempts + 1):
         t0 = time.perf_counter()
         call_kwargs = dict(kwargs)
@@ -233,8 +236,12 @@ async def regenerate(
             )
         )
         total_cost += synth.cost or 0.0
+        if asked is not None:
+            # the one freshness-only attempt: its answer wins only if it passes with newer
+            # sources; otherwise the earlier passing answer stands, with its stale sources
+            return _fresher_or_first(asked, attempts[-1], structured)
         if verdict.passed:
-            return GuardResult(
+            passed = GuardResult(
                 answer=synth.text,
                 passed=True,
                 verdict=verdict,
@@ -243,6 +250,29 @@ async def regenerate(
                 message=f"passed on attempt {number}",
                 structured=structured,
             )
+            elapsed = time.perf_counter() - start
+            ask = (
+                fresher_ask(verdict, policy.freshness)
+                # an answer function that cannot be told what to look for would repeat itself
+                if policy.freshness.ask_fresher > 0
+                and accepts_feedback
+                and number < max_attempts
+                and (policy.time_budget is None or elapsed < policy.time_budget)
+                and (policy.cost_budget is None or total_cost < policy.cost_budget)
+                and not _text_sent(answer_fn)
+                else None
+            )
+            if ask is None:
+                return passed
+            asked = (passed, ask)
+            # the stale sources are not excluded: they may be the best there is
+            feedback = Feedback(
+                attempt=number,
+                exclude_urls=frozenset(excluded),
+                message=ask.message(number),
+                kind="fresher",
+            )
+            continue
         excluded |= set(verdict.offending_urls)
         feedback = render_feedback(verdict, attempt=number, exclude_urls=frozenset(excluded))
         if repair is not None:
@@ -266,6 +296,69 @@ async def regenerate(
             stop_reason = f"cost budget of {policy.cost_budget:g} spent after {number} attempt(s)"
             break
     return await strategy.finish(attempts, stop_reason, recheck)
+
+
+def _fresher_or_first(
+    asked: tuple[GuardResult, FresherAsk], fresher: Attempt, structured: Any
+) -> GuardResult:
+    """The fresher attempt's answer when it passes with newer sources, else the first passing
+    answer with a ``freshness.fresher_asked`` warning naming its stale sources."""
+    first, ask = asked
+    attempts = [*first.attempts, fresher]
+    first_number = first.attempts[-1].number
+    if ask.newer(fresher.verdict):
+        return GuardResult(
+            answer=fresher.answer,
+            passed=True,
+            verdict=fresher.verdict,
+            attempts=attempts,
+            outcome="passed",
+            message=f"passed on attempt {first_number}; fresher sources on attempt "
+            f"{fresher.number} replaced its stale ones",
+            structured=structured,
+        )
+    why = "did not pass" if not fresher.verdict.passed else "cited nothing newer"
+    axis = first.verdict.axes["freshness"]
+    verdict = first.verdict.model_copy(
+        update={
+            "axes": {
+                **first.verdict.axes,
+                "freshness": axis.model_copy(update={"findings": [*axis.findings, ask.finding()]}),
+            }
+        }
+    )
+    # the passing attempt holds the verdict the result returns (to_case finds it by identity)
+    checked = first.attempts[-1].model_copy(update={"verdict": verdict})
+    attempts = [*first.attempts[:-1], checked, fresher]
+    return first.model_copy(
+        update={
+            "verdict": verdict,
+            "attempts": attempts,
+            "message": f"passed on attempt {first_number}; asked once for fresher sources "
+            f"(attempt {fresher.number}), which {why}: the stale sources stand ("
+            + ", ".join(f"{s.url} dated {s.date[:10]}" for s in ask.stale)
+            + ")",
+        }
+    )
+
+
+class SendsText(Protocol):
+    """An answer function that may already have shown its answer to the user (a stream in
+    ``annotate`` mode, or a held stream that released text): once text is out, a passing
+    answer is not regenerated for freshness, only warned about."""
+
+    def text_sent(self) -> bool:
+        """Whether the latest attempt's text has reached the user."""
+        ...
+
+
+def _text_sent(fn: object) -> bool:
+    """Whether ``fn`` (or the object a bound method belongs to) says its text is out."""
+    for owner in (fn, getattr(fn, "__self__", None)):
+        sent = getattr(owner, "text_sent", None)
+        if callable(sent):
+            return bool(sent())
+    return False
 
 
 def _answer_of(out: object) -> tuple[Synthesis, object, Any]:
@@ -308,4 +401,4 @@ async def _call(fn: AnswerFn, question: str, kwargs: dict[str, Any]) -> str | Sy
     return out
 
 
-__all__ = ["ON_FAIL", "AnswerFn", "OnFail", "Recheck", "regenerate"]
+__all__ = ["ON_FAIL", "AnswerFn", "OnFail", "Recheck", "SendsText", "regenerate"]

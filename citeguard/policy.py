@@ -293,6 +293,12 @@ class FreshnessPolicy(_Section):
     # freshness.regime_uncertain (the guess's verdict shown as warnings); "strict" gates on the
     # best guess, as before (held out on FreshQA: 61% right, 15% of slow/never taken as fast)
     uncertain_regime: Literal["lenient", "strict"] = "lenient"
+    # in a guarded run (Guard.run, wrap, the integrations, serve, a held stream_run), a passing
+    # answer citing sources stale under an uncertain faster regime gets this many attempts
+    # asking for fresher sources (stale URLs not excluded; the attempt counts against
+    # max_attempts and the budgets); the fresher answer wins if it passes with newer sources.
+    # 0: no such attempt, the warning only (checks/freshness_ask.py)
+    ask_fresher: int = Field(1, ge=0, le=1)
 
 
 class QueryPolicy(_Section):

@@ -55,7 +55,15 @@ import contextvars
 import functools
 import inspect
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -64,7 +72,8 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from citeguard.checks.entail import Entailer
-from citeguard.checks.freshness import RegimeClassifier
+from citeguard.checks.freshness import RegimeClassifier, is_weak_date_source
+from citeguard.checks.freshness_ask import fresher_ask
 from citeguard.checks.judge_usage import JudgeMeter
 from citeguard.checks.validity import (
     ExtractedPage,
@@ -72,6 +81,7 @@ from citeguard.checks.validity import (
     check_validity,
     uncited_references,
 )
+from citeguard.dates import as_aware
 from citeguard.errors import UsageError
 from citeguard.extract_stage import ExtractStage
 from citeguard.feedback import Feedback, render_feedback
@@ -199,6 +209,10 @@ class StreamVerdict(_Event):
     held: str
     feedback: str | None = None
     after_last_chunk_ms: float = 0.0
+    # Guard.stream_run, hold: text neither released nor held, kept back from the first sentence
+    # citing a source stale under an uncertain faster regime while the run asks once for
+    # fresher sources (the StreamResult's answer is the one that stands)
+    pending: str = ""
 
 
 class StreamAttempt(_Event):
@@ -280,12 +294,17 @@ def stream_answer(
     searches: Sequence[SearchRecord] | None = None,
     exclude_urls: frozenset[str] | set[str] = frozenset(),
     late_citations: bool = False,
+    fresher: bool = False,
 ) -> EventStream:
     """Verify the answer ``chunks`` stream while it streams; yields :data:`StreamEvent` values
     ending with one :class:`StreamVerdict` (see the module docstring). ``chunks``: text chunks
     or provider streaming events (:mod:`citeguard.stream_adapters`). ``late_citations``: the
     stream's citation objects may come after their text; ``hold`` then keeps a sentence that
-    cites nothing inline pending until the verdict (see the module docstring)."""
+    cites nothing inline pending until the verdict (see the module docstring). ``fresher``
+    (``hold``, set by :func:`stream_run` when the run may still ask for fresher sources): a
+    sentence citing a source stale under an uncertain faster regime is not released; when the
+    verdict passes and the freshness axis asks for fresher sources
+    (:func:`~citeguard.checks.freshness_ask.fresher_ask`), it and the rest stay ``pending``."""
     _check_mode(mode)
     if isinstance(chunks, str | bytes) or not isinstance(chunks, AsyncIterable | Iterable):
         raise UsageError(
@@ -298,6 +317,7 @@ def stream_answer(
         searches=None if searches is None else list(searches),
         exclude_urls=frozenset(exclude_urls),
         late_citations=late_citations,
+        fresher=fresher,
     )
     return _events(session, chunks)
 
@@ -355,6 +375,10 @@ async def _run_events(
     t0 = time.perf_counter()
     wants_feedback = _accepts_feedback(answer_stream_fn)
     attempts = 0
+    policy = guard.policy
+    # an attempt after which the loop may still ask once for fresher sources
+    may_ask = mode == "hold" and policy.freshness.ask_fresher > 0 and policy.on_fail != "report"
+    sent = _TextSent()
 
     async def attempt(
         q: str,
@@ -373,6 +397,12 @@ async def _run_events(
         if inspect.isawaitable(source):
             source = await source
         text = ""
+        fresher = (
+            may_ask
+            and attempts < policy.max_attempts
+            and (feedback is None or feedback.kind != "fresher")
+        )
+        sent.pending = False
         async for event in stream_answer(
             guard,
             source,
@@ -380,13 +410,16 @@ async def _run_events(
             mode=mode,
             exclude_urls=exclude_urls,
             late_citations=late_citations,
+            fresher=fresher,
         ):
             queue.put_nowait(event)
             if isinstance(event, StreamVerdict):
                 text = event.text
+                sent.pending = bool(event.pending)
         return text
 
-    task = asyncio.create_task(guard.run(attempt, question, **kwargs))
+    sent.attempt = attempt
+    task = asyncio.create_task(guard.run(sent.run, question, **kwargs))
     task.add_done_callback(lambda _t: queue.put_nowait(None))
     try:
         while True:
@@ -402,6 +435,23 @@ async def _run_events(
             task.cancel()
             with suppress(asyncio.CancelledError):
                 await task
+
+
+class _TextSent:
+    """``stream_run``'s attempts as the loop sees them (:class:`citeguard.loop.SendsText`): the
+    latest attempt's text is out unless its stream kept it pending for a fresher attempt."""
+
+    def __init__(self) -> None:
+        self.pending = False
+        self.attempt: Callable[..., Awaitable[str]] | None = None
+
+    async def run(self, q: str, **kwargs: Any) -> str:
+        assert self.attempt is not None
+        text: str = await self.attempt(q, **kwargs)
+        return text
+
+    def text_sent(self) -> bool:
+        return not self.pending
 
 
 def _accepts_feedback(fn: Callable[..., Any]) -> bool:
@@ -436,6 +486,9 @@ class _Sentence:
     passed: bool | None = None
     failing: list[str] = field(default_factory=list)
     reason: str = ""
+    # passed, but cites a source stale under an uncertain faster regime (fresher mode): waits
+    # for the verdict
+    fresh_wait: bool = False
 
 
 _Key = tuple[int, int]
@@ -453,6 +506,7 @@ class _Session:
         searches: list[SearchRecord] | None,
         exclude_urls: frozenset[str],
         late_citations: bool = False,
+        fresher: bool = False,
     ) -> None:
         self.guard = guard
         self.policy = guard.policy
@@ -461,6 +515,10 @@ class _Session:
         # hold: a sentence citing nothing inline may be cited by a citation object still to
         # come; it waits for the verdict
         self.late_citations = late_citations and mode == "hold"
+        # hold, in stream_run: a sentence citing a source stale under an uncertain faster
+        # regime waits for the verdict, which may keep it pending for a fresher attempt
+        self.fresher = fresher and mode == "hold"
+        self.deferred = False
         self.searches = searches
         self.exclude_urls = exclude_urls
         self.excluded = normalize_all(exclude_urls)
@@ -738,6 +796,8 @@ class _Session:
                     failing.append(f"{check.url}: {check.status.value} ({check.reason})")
         s.failing = sorted(outcome.offending_urls)
         s.passed = not outcome.offending_urls and not _errors(s.answer)
+        if s.passed and self.fresher and await self._stale_for_guess(pages.values()):
+            s.fresh_wait = True
         s.reason = "; ".join(failing) or "; ".join(
             f.message for f in s.answer.findings if f.severity is Severity.ERROR
         )
@@ -758,12 +818,31 @@ class _Session:
             if claim.end <= self.released_upto:
                 continue
             sentence = self.sentences.get(key) if complete else None
-            if sentence is None or sentence.passed is None:
+            if sentence is None or sentence.passed is None or sentence.fresh_wait:
                 return
             if not sentence.passed:
                 self._hold(self.released_upto, claim.end, claim.index, sentence)
                 return
             self._release_span(self.released_upto, claim.end, claim.index)
+
+    async def _stale_for_guess(self, pages: Iterable[ExtractedPage]) -> bool:
+        """Whether a page is dated (not from its text) past the floor of a guessed regime the
+        gate is not confident of."""
+        assert self._regime is not None
+        fc = await asyncio.shield(self._regime)
+        fp = self.policy.freshness
+        floor = fp.floor_days.get(fc.regime.value)
+        if floor is None or fc.gate_regime is fc.regime or fp.uncertain_regime != "lenient":
+            return False
+        now = as_aware(self.guard._now())
+        for extracted in pages:
+            page = extracted.page
+            date = page.modified or page.published
+            if date is None or is_weak_date_source(page.date_source):
+                continue
+            if (now - as_aware(date)).total_seconds() / 86400.0 > floor:
+                return True
+        return False
 
     def _release_span(self, start: int, end: int, claim_index: int | None) -> None:
         if end <= start:
@@ -876,6 +955,7 @@ class _Session:
                 held="".join(self.held_parts),
                 feedback=feedback,
                 after_last_chunk_ms=round(after, 3),
+                pending=text[self.released_upto :] if self.deferred else "",
                 at_ms=self._ms(),
             )
         )
@@ -900,6 +980,14 @@ class _Session:
                 bad = [ch.url for ch in report.checks if ch.url in offending] if report else []
                 s.passed, s.failing = not bad, bad
                 s.reason = "; ".join(f"{u}: failed in the verdict" for u in bad)
+            if (
+                s.passed
+                and s.fresh_wait
+                and verdict.passed
+                and fresher_ask(verdict, self.policy.freshness) is not None
+            ):
+                self.deferred = True  # the run asks for fresher sources: nothing more goes
+                return
             if not s.passed:
                 self._hold(self.released_upto, claim.end, claim.index, s)
                 break
