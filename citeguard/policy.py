@@ -299,6 +299,11 @@ class FreshnessPolicy(_Section):
     # max_attempts and the budgets); the fresher answer wins if it passes with newer sources.
     # 0: no such attempt, the warning only (checks/freshness_ask.py)
     ask_fresher: int = Field(1, ge=0, le=1)
+    # ... only when the guessed regime's confidence (regime_confidence.json: the share of the
+    # rule's development questions at least as fast, in the worst source) is above this: at 0 a
+    # source where none of the rule's questions was that fast rules the ask out (on PAT, "the
+    # current chair of X": 465 of 840 slow questions asked before, none after)
+    ask_min_confidence: float = Field(0.0, ge=0, le=1)
 
 
 class QueryPolicy(_Section):

@@ -73,7 +73,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from citeguard.checks.entail import Entailer
 from citeguard.checks.freshness import RegimeClassifier, is_weak_date_source
-from citeguard.checks.freshness_ask import fresher_ask
+from citeguard.checks.freshness_ask import fresher_ask, plausible_enough
 from citeguard.checks.judge_usage import JudgeMeter
 from citeguard.checks.validity import (
     ExtractedPage,
@@ -833,6 +833,8 @@ class _Session:
         fp = self.policy.freshness
         floor = fp.floor_days.get(fc.regime.value)
         if floor is None or fc.gate_regime is fc.regime or fp.uncertain_regime != "lenient":
+            return False
+        if not plausible_enough(fc.confidence, fp):
             return False
         now = as_aware(self.guard._now())
         for extracted in pages:

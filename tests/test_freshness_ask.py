@@ -154,6 +154,17 @@ async def test_an_answer_function_that_takes_no_feedback_is_not_asked(farm: Farm
     assert len(calls) == 1 and result.passed
 
 
+async def test_a_guess_no_development_source_vouches_for_at_all_is_not_asked(farm: Farm) -> None:
+    # "current": in one development source (PAT) none of the rule's questions was fast
+    # (confidence 0); ask_min_confidence 0 rules the ask out, a negative floor is not allowed
+    old, _ = _frob(farm)
+    question = "What is the current version of Frobnicator?"
+    agent = Agent(_answer("The current version of Frobnicator is 5.2", old))
+    result = await _run(farm, agent, question)
+    assert result.verdict.axes["freshness"].details["regime_confidence"] == 0.0
+    assert len(agent.excluded) == 1 and result.passed
+
+
 async def test_the_freshness_attempt_counts_against_max_attempts(farm: Farm) -> None:
     old, _ = _frob(farm)
     agent = Agent(_answer("The latest version of Frobnicator is 5.2", old))

@@ -26,7 +26,7 @@ from citeguard.checks.freshness import _days
 from citeguard.models import Finding, Severity, Verdict
 from citeguard.policy import FreshnessPolicy
 
-__all__ = ["FresherAsk", "StaleSource", "fresher_ask", "median_age"]
+__all__ = ["FresherAsk", "StaleSource", "fresher_ask", "median_age", "plausible_enough"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +117,8 @@ def fresher_ask(verdict: Verdict, policy: FreshnessPolicy) -> FresherAsk | None:
     if not isinstance(regime, str) or not isinstance(gate, str) or gate == regime:
         return None  # confident (or strict): the gate itself decided
     floor = policy.floor_days.get(regime)
-    if floor is None:
+    confidence = details.get("regime_confidence")
+    if floor is None or not _plausible(confidence, policy):
         return None
     sources = details.get("sources")
     stale = sorted(
@@ -127,7 +128,6 @@ def fresher_ask(verdict: Verdict, policy: FreshnessPolicy) -> FresherAsk | None:
     if not stale:
         return None
     plausible = details.get("plausible_regimes")
-    confidence = details.get("regime_confidence")
     return FresherAsk(
         regime=regime,
         plausible=tuple(str(r) for r in plausible) if isinstance(plausible, list) else (),
@@ -136,6 +136,18 @@ def fresher_ask(verdict: Verdict, policy: FreshnessPolicy) -> FresherAsk | None:
         stale=tuple(stale),
         median_days=median_age(sources),
     )
+
+
+def plausible_enough(confidence: float | None, policy: FreshnessPolicy) -> bool:
+    """Whether a guessed regime with this confidence is worth one attempt
+    (``FreshnessPolicy.ask_min_confidence``; unknown: yes)."""
+    return confidence is None or confidence > policy.ask_min_confidence
+
+
+def _plausible(confidence: object, policy: FreshnessPolicy) -> bool:
+    if confidence is None:
+        return True
+    return isinstance(confidence, int | float) and plausible_enough(float(confidence), policy)
 
 
 def median_age(sources: object) -> float | None:
