@@ -150,6 +150,7 @@ class Guard:
                 self.policy.freshness.enabled and self.policy.freshness.use_judge,
             ),
             model="default" if self.policy.freshness.regime_model else None,
+            only_uncertain=self.policy.freshness.judge_only_uncertain,
         )
 
     # ------------------------------------------------------------------ lifecycle

@@ -281,6 +281,9 @@ class FreshnessPolicy(_Section):
     date_disagreement_days: float | None = Field(30.0, gt=0)
     # ask the LLM judge (Policy.judge) for the question's regime; falls back to the rules
     use_judge: bool = False
+    # the cascade: with use_judge, the judge is asked only where the rules' regime is uncertain
+    # (FreshnessClass.plausible not empty); False: every question (docs/freshness.md: cost)
+    judge_only_uncertain: bool = True
     # classify the regime with the learned model (checks/regime_model.json, MiniLM embeddings)
     # instead of the rules. Off by default: one embedding per new question in one worker thread
     # serialised 200 concurrent guarded answers (wall 1.5 s -> 28 s in the in-flight benchmark;

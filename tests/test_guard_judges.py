@@ -69,7 +69,8 @@ async def judge() -> AsyncIterator[Judge]:
 def _policy(judge: Judge) -> Policy:
     return Policy(
         fetch=FetchPolicy(allow_private_addresses=True, retries=0),
-        freshness=FreshnessPolicy(use_judge=True),
+        # every question to the judge (this one's rules regime, insensitive, is not uncertain)
+        freshness=FreshnessPolicy(use_judge=True, judge_only_uncertain=False),
         query=QueryPolicy(use_judge=True),
         judge=JudgePolicy(base_url=judge.base_url, model="m", backoff=0.0),
     )

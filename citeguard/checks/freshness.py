@@ -1431,18 +1431,28 @@ class RegimeClassifier:
         judge: JudgeFreshnessClassifier | None,
         *,
         model: LearnedRegimeClassifier | Literal["default"] | None = "default",
+        only_uncertain: bool = False,
     ) -> None:
         self._judge = judge
+        # the cascade: the judge is asked only where the rules' (or model's) regime is uncertain
+        self._only_uncertain = only_uncertain
         if isinstance(model, str):
             model = LearnedRegimeClassifier() if judge is None else None
         self._model = model
         self._seen: dict[str, FreshnessClass] = {}
 
+    async def _local(self, question: str, now: datetime) -> FreshnessClass:
+        if self._model is not None:
+            return await self._model.classify(question, now=now)
+        return classify_freshness(question, now=now)
+
     async def classify(self, question: str, *, now: datetime) -> FreshnessClass:
         if self._judge is None:
-            if self._model is not None:
-                return await self._model.classify(question, now=now)
-            return classify_freshness(question, now=now)
+            return await self._local(question, now)
+        if self._only_uncertain:
+            local = await self._local(question, now)
+            if not local.plausible:
+                return local  # confident (or insensitive): the judge is not asked
         hit = self._seen.get(question)
         if hit is not None:
             return hit
