@@ -176,10 +176,11 @@ def test_full_width_brackets_around_words_are_no_markers() -> None:
     assert [f.code for f in a.findings] == ["unused_reference"]
 
 
-def test_an_entry_listing_several_numbers_defines_each() -> None:
+@pytest.mark.parametrize("numbers", ["[31] [48] [54]", "[31][48][54]", "[31, 48, 54]"])
+def test_an_entry_listing_several_numbers_defines_each(numbers: str) -> None:
     text = (
         "Ports grew [31]. Rail fell [48]. Fares rose [54]. Wages held [2].\n\n"
-        "## Sources\n[2] https://b.org/wages\n[31] [48] [54] https://a.org/transport\n"
+        f"## Sources\n[2] https://b.org/wages\n{numbers} https://a.org/transport\n"
     )
     a = parse(text)
     assert [(c.marker, c.url) for c in a.citations] == [

@@ -28,9 +28,10 @@ _FOOTNOTE_DEF = re.compile(r"[ \t]{0,3}\[\^([^\]\s]{1,100})\][:：][ \t]*(.*)")
 _LINK_DEF = re.compile(r"[ \t]{0,3}\[([^\[\]\n^][^\[\]\n]{0,199})\][:：][ \t]*(.*)")
 
 # "[1] …", "- [1]: …", and an entry that lists several numbers for one source ("[31] [48] [54]
-# https://…", as reports exported from a chat product write them)
+# https://…", as reports exported from a chat product write them; "[31, 48] https://…")
 _BRACKET_NUM_ENTRY = re.compile(
-    r"[ \t]*(?:[-*+•][ \t]+)?(\[\d{1,3}\](?:[ \t]*\[\d{1,3}\]){0,30})[.:)：]?[ \t]+(.*)"
+    r"[ \t]*(?:[-*+•][ \t]+)?(\[\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){0,30}\]"
+    r"(?:[ \t]*\[\d{1,3}\]){0,30})[.:)：]?[ \t]+(.*)"
 )
 
 _ENTRY_NUMBER = re.compile(r"\d{1,3}")
