@@ -168,6 +168,13 @@ def test_full_width_markers_bind_to_their_urls(
     assert errors(a) == []
 
 
+def test_a_bracketed_note_with_a_full_width_colon_stays_prose() -> None:
+    a = parse("[注]：1/2的用户选择了铁路[1]。\n\n[1]：https://a.org/x\n")
+    assert [cl.text for cl in a.claims] == ["[注]：1/2的用户选择了铁路[1]。"]
+    assert cites(a) == [("[1]", "https://a.org/x", 0)]
+    assert errors(a) == []
+
+
 def test_full_width_brackets_around_words_are_no_markers() -> None:
     text = "【新闻】北京发布了新规定［详见下文］。\n\n[1] https://a.org/x\n"
     a = parse(text)

@@ -153,6 +153,8 @@ def _try_definition(lines: list[_Line], i: int, layout: _Layout, *, in_section: 
             found = _extract_url(rest)
             if found is not None:
                 keys, url = [_normalize_key(m.group(1))], found[0]
+            elif "：" in s[: m.start(2)]:
+                pass  # "[注]：1/2的用户…": a full-width colon takes a URL, not a bare path
             elif rest.startswith("<") and ">" in rest:
                 keys, url = [_normalize_key(m.group(1))], rest[1 : rest.index(">")]
             elif rest and _looks_like_destination(rest.split()[0]):
