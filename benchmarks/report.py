@@ -379,6 +379,11 @@ def summary_markdown(results: dict[str, Any]) -> str:
         from benchmarks.bench_repair import summary_lines as repair_lines
 
         lines += repair_lines(rp)
+    rps = sc.get("report_parse")
+    if rps and "overall" in rps:
+        from benchmarks.bench_report_parse import summary_lines as report_parse_lines
+
+        lines += report_parse_lines(rps)
     skipped = [f"- {k}: {v['skipped']}" for k, v in sc.items() if "skipped" in v]
     if skipped:
         lines += ["## Skipped", "", *skipped, ""]

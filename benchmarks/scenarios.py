@@ -1683,6 +1683,20 @@ async def repair(cfg: Config, ctx: Context) -> dict[str, Any]:
     return await bench_repair.scenario(cfg, ctx)
 
 
+# --------------------------------------------------------------------------------------------
+# Report parse rate (bench_report_parse)
+# --------------------------------------------------------------------------------------------
+
+
+async def report_parse(cfg: Config, ctx: Context) -> dict[str, Any]:
+    """Seeded synthetic reports, English and Chinese, in every shape of issue 43: the share of
+    markers bound to their URL, reference errors per report, ``blocked_scheme`` findings
+    (``bench_report_parse``)."""
+    from benchmarks import bench_report_parse
+
+    return await bench_report_parse.scenario(cfg, ctx)
+
+
 # Run order: the in-flight scenario first, so its memory growth is not hidden under the peak
 # that loading the entailment model leaves behind.
 SCENARIOS: dict[str, Scenario] = {
@@ -1699,4 +1713,5 @@ SCENARIOS: dict[str, Scenario] = {
     "dates": dates,
     "stream": stream,
     "repair": repair,
+    "report_parse": report_parse,
 }

@@ -11,9 +11,9 @@ from citeguard.models import Answer, Finding
 from citeguard.parse.assemble import _assemble
 from citeguard.parse.base import _AXIS, MAX_MARKER_RANGE, _Hit, _HitBudget, _mask, _TooManyHits
 from citeguard.parse.claims import _split_claims
-from citeguard.parse.links import _find_anchors, _find_bare
+from citeguard.parse.links import _find_anchors, _find_bare, _find_scholarly
 from citeguard.parse.markdown import _code_spans, _html_breaks, _split_lines
-from citeguard.parse.markers import _find_brackets, _find_glued
+from citeguard.parse.markers import _find_brackets, _find_glued, _fullwidth_markers
 from citeguard.parse.quotes import _find_quotes, _inside_quotes
 from citeguard.parse.references import _scan_layout
 from citeguard.parse.sources import _Source
@@ -221,9 +221,10 @@ class AnswerLimits:
 def _parse_text(
     text: str, allowed_schemes: frozenset[str], budget: _HitBudget, source: _Source | None = None
 ) -> Answer:
-    # ``work`` is ``text`` with its <br> line breaks made newlines (same length, same offsets):
-    # layout, markers and claims are read from ``work``; markers and claims are cut from ``text``.
-    work = _html_breaks(text)
+    # ``work`` is ``text`` with its <br> line breaks made newlines and its full-width markers
+    # ("【1】") written in ASCII (same length, same offsets): layout, markers and claims are read
+    # from ``work``; markers and claims are cut from ``text``.
+    work = _fullwidth_markers(_html_breaks(text))
     lines = _split_lines(work)
     layout = _scan_layout(work, lines, budget)
     if source is not None:
@@ -248,6 +249,7 @@ def _parse_text(
     masked = _mask(masked, link_spans)
 
     bare_hits = _find_bare(masked, budget)
+    bare_hits += _find_scholarly(_mask(masked, [(h.start, h.end) for h in bare_hits]), budget)
     hits.extend(bare_hits)
     if not any(h.kind == "numbered" for h in bracket_hits):
         glued_mask = _mask(masked, [(h.start, h.end) for h in bare_hits])

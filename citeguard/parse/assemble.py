@@ -8,6 +8,7 @@ import bisect
 from citeguard.models import Answer, Citation, CitationStatus, Claim, Finding, Severity
 from citeguard.parse.base import _AXIS, _Hit, _Layout, _PendingCitation
 from citeguard.parse.quotes import _bind_quotes
+from citeguard.parse.scholarly import scholarly_url
 from citeguard.parse.sources import _Source
 from citeguard.providers.base import strip_tracking
 from citeguard.web.urls import UrlProblem, normalize_url
@@ -60,6 +61,7 @@ class _Normalizer:
             return self._seen[url, strip]
         try:
             target = strip_tracking(url) if strip else url
+            target = scholarly_url(target) or target  # a structured item's "doi:10.…"
             result: str | None = normalize_url(target, allowed_schemes=self._allowed)
         except UrlProblem as exc:
             result = None

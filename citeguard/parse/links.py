@@ -8,6 +8,7 @@ import html
 import re
 
 from citeguard.parse.base import _Hit, _HitBudget
+from citeguard.parse.scholarly import IN_TEXT, first_identifier, resolver_of, scholarly_url
 from citeguard.text import fold_whitespace
 
 _LINK_TEXT = r"(?:[^\[\]\n]|\[[^\[\]\n]*\])*"
@@ -123,6 +124,9 @@ def _extract_url(rest: str) -> tuple[str, int] | None:
     other = _OTHER_SCHEME.search(rest)
     if other is not None and (best is None or other.start() < best[1]):
         best = (_trim_url(other.group()), other.start())
+    ident = first_identifier(rest, bare_doi=True)  # "doi:10.…", "arXiv:…", a bare "10.NNNN/…"
+    if ident is not None and (best is None or ident.start() < best[1]):
+        best = (resolver_of(ident, _trim_url(ident.group("id"))), ident.start())
     return best
 
 
@@ -131,7 +135,8 @@ def _dest_of(m: re.Match[str]) -> str | None:
     dest = adest if adest is not None else m.group("dest")
     if dest is None:
         return None
-    return _unescape(dest.strip())
+    dest = _unescape(dest.strip())
+    return scholarly_url(dest) or dest  # "[Smith, 2012](doi:10.1038/…)": the DOI's resolver
 
 
 def _unescape(url: str, *, entities: bool = True) -> str:
@@ -178,6 +183,7 @@ def _find_anchors(masked: str, budget: _HitBudget) -> list[_Hit]:
             continue  # <a name="…"> is not a link
         raw = next(g for g in href.groups() if g is not None)
         url = html.unescape(raw).strip()
+        url = scholarly_url(url) or url
         if not url or url.startswith("#"):
             continue
         next_open = opens[k + 1].start() if k + 1 < len(opens) else len(masked)
@@ -213,4 +219,22 @@ def _find_bare(masked: str, budget: _HitBudget) -> list[_Hit]:
         url = "https://" + url if url.lower().startswith("www.") else url
         budget.take()
         hits.append(_Hit(start, start + len(raw), "bare_url", url=url))
+    return hits
+
+
+def _find_scholarly(masked: str, budget: _HitBudget) -> list[_Hit]:
+    """``doi:10.…`` and ``arXiv:…`` identifiers in running text: citations of their resolver
+    URL (``bare_url`` hits; the marker is the identifier as written)."""
+    found = sorted(
+        (m for pattern in IN_TEXT for m in pattern.finditer(masked)), key=lambda m: m.start()
+    )
+    hits: list[_Hit] = []
+    end = 0
+    for m in found:
+        if m.start() < end:
+            continue  # (the two patterns never overlap; kept for safety)
+        ident = _trim_url(m.group("id"))
+        end = m.start("id") + len(ident)
+        budget.take()
+        hits.append(_Hit(m.start(), end, "bare_url", url=resolver_of(m, ident)))
     return hits

@@ -28,6 +28,46 @@ from citeguard.text import fold_whitespace, word_set
 
 _FOOTNOTE_TEXT = re.compile(r"\^[^\s\[\]^]{1,100}")
 
+# "【1】", "［2］", "〔3〕", "【1，2】", "［１］": a numbered marker in full-width brackets,
+# as Chinese and Japanese reports write them (digits, separators and spaces only; "【新闻】"
+# is no marker).
+_FULLWIDTH_MARKER = re.compile(r"[【［〔]([ \t\d０-９,，、;；\-–—]{1,60})[】］〕]")
+
+_FULLWIDTH = str.maketrans(
+    {
+        "【": "[",
+        "［": "[",
+        "〔": "[",
+        "】": "]",
+        "］": "]",
+        "〕": "]",
+        "，": ",",
+        "、": ",",
+        "；": ";",
+    }
+    | {chr(0xFF10 + d): str(d) for d in range(10)}
+)
+
+
+def _fullwidth_markers(text: str) -> str:
+    """``text`` with each full-width numbered marker written with ASCII brackets, digits and
+    commas ("首都【1】" → "首都[1]"; one character for one, so every offset stays valid), for the
+    layout and marker passes; markers are still cut from the text as written."""
+    if "【" not in text and "［" not in text and "〔" not in text:
+        return text
+    pieces: list[str] = []
+    pos = 0
+    for m in _FULLWIDTH_MARKER.finditer(text):
+        marker = m.group().translate(_FULLWIDTH)
+        if not _NUM_MARKER_TEXT.fullmatch(marker, 1, len(marker) - 1):
+            continue
+        pieces += (text[pos : m.start()], marker)
+        pos = m.end()
+    if not pieces:
+        return text
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
 
 def _find_brackets(
     text: str,

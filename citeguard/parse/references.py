@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from citeguard.errors import CiteguardError
 from citeguard.models import Finding, Severity
 from citeguard.parse.base import (
     _AXIS,
@@ -19,20 +20,33 @@ from citeguard.parse.base import (
 from citeguard.parse.links import _extract_url, _looks_like_destination
 from citeguard.parse.markdown import _FENCE
 from citeguard.parse.markers import _GLUED, _glued_reading
+from citeguard.web.urls import normalize_url
 
 # Reference list lines.
-_FOOTNOTE_DEF = re.compile(r"[ \t]{0,3}\[\^([^\]\s]{1,100})\]:[ \t]*(.*)")
+_FOOTNOTE_DEF = re.compile(r"[ \t]{0,3}\[\^([^\]\s]{1,100})\][:：][ \t]*(.*)")
 
-_LINK_DEF = re.compile(r"[ \t]{0,3}\[([^\[\]\n^][^\[\]\n]{0,199})\]:[ \t]*(.*)")
+_LINK_DEF = re.compile(r"[ \t]{0,3}\[([^\[\]\n^][^\[\]\n]{0,199})\][:：][ \t]*(.*)")
 
-_BRACKET_NUM_ENTRY = re.compile(r"[ \t]*(?:[-*+•][ \t]+)?\[(\d{1,3})\][.:)]?[ \t]+(.*)")
+# "[1] …", "- [1]: …", and an entry that lists several numbers for one source ("[31] [48] [54]
+# https://…", as reports exported from a chat product write them; "[31, 48] https://…")
+_BRACKET_NUM_ENTRY = re.compile(
+    r"[ \t]*(?:[-*+•][ \t]+)?(\[\d{1,3}(?:[ \t]*,[ \t]*\d{1,3}){0,30}\]"
+    r"(?:[ \t]*\[\d{1,3}\]){0,30})[.:)：]?[ \t]+(.*)"
+)
+
+_ENTRY_NUMBER = re.compile(r"\d{1,3}")
 
 _LIST_NUM_ENTRY = re.compile(r"[ \t]*(\d{1,3})[.)][ \t]+(.*)")
+
+# what may come before the URL on an entry's second line ("URL: https://…", "链接：https://…")
+_URL_LABEL = re.compile(
+    r"(?:url|link|source|available[ \t]+at|链接|网址|地址|来源|出处)[ \t]*[:：]?", re.I
+)
 
 _SOURCES_WORDS = (
     r"(?:sources?(?:[ \t]+(?:cited|used))?|references?|citations?|bibliography|works[ \t]+cited"
     r"|links|further[ \t]+reading|reference[ \t]+list|quellen"
-    r"|参考文献|参考资料|参考|来源|出典|出处)"
+    r"|参考文献|参考资料|参考来源|参考链接|资料来源|信息来源|引用来源|引用文献|引用|参考|来源|出典|出处)"
 )
 
 _SOURCES_HEADING = re.compile(
@@ -104,7 +118,8 @@ def _scan_layout(text: str, lines: list[_Line], budget: _HitBudget) -> _Layout:
             )
             found = _extract_url(entry.group(2)) if entry is not None else None
             if entry is not None and found is not None:
-                _add_definition(layout, _normalize_key(entry.group(1)), found[0], i, lines)
+                for key in _entry_keys(entry.group(1)):
+                    _add_definition(layout, key, found[0], i, lines)
                 layout.def_lines.add(i)
                 in_section = True
             elif _extract_url(s[inline.end() :]) is not None:
@@ -122,13 +137,14 @@ def _try_definition(lines: list[_Line], i: int, layout: _Layout, *, in_section: 
     if not stripped or not (stripped[0] == "[" or stripped[0].isdigit() or stripped[0] in "-*+•"):
         return 0
 
-    key: str | None = None
+    keys: list[str] = []
     url: str | None = None
-    from_next = False  # the URL sits on an indented continuation line
+    rest = ""
     m = _FOOTNOTE_DEF.fullmatch(s)
     if m is not None:
-        key = "^" + _normalize_key(m.group(1))
-        found = _extract_url(m.group(2))
+        keys = ["^" + _normalize_key(m.group(1))]
+        rest = m.group(2)
+        found = _extract_url(rest)
         url = found[0] if found else None
     else:
         m = _LINK_DEF.fullmatch(s)
@@ -136,59 +152,115 @@ def _try_definition(lines: list[_Line], i: int, layout: _Layout, *, in_section: 
             rest = m.group(2).strip()
             found = _extract_url(rest)
             if found is not None:
-                key, url = _normalize_key(m.group(1)), found[0]
+                keys, url = [_normalize_key(m.group(1))], found[0]
+            elif "：" in s[: m.start(2)]:
+                pass  # "[注]：1/2的用户…": a full-width colon takes a URL, not a bare path
             elif rest.startswith("<") and ">" in rest:
-                key, url = _normalize_key(m.group(1)), rest[1 : rest.index(">")]
+                keys, url = [_normalize_key(m.group(1))], rest[1 : rest.index(">")]
             elif rest and _looks_like_destination(rest.split()[0]):
-                key, url = _normalize_key(m.group(1)), rest.split()[0]
+                keys, url = [_normalize_key(m.group(1))], rest.split()[0]
             elif m.group(1).strip().isdigit() and (in_section or not rest):
-                key = _normalize_key(m.group(1))
+                keys = [_normalize_key(m.group(1))]
         else:
             m = _BRACKET_NUM_ENTRY.fullmatch(s)
             if m is None and in_section:
                 m = _LIST_NUM_ENTRY.fullmatch(s)
             if m is not None:
-                found = _extract_url(m.group(2))
-                if found is not None:
-                    key, url = _normalize_key(m.group(1)), found[0]
-                elif in_section:
-                    key = _normalize_key(m.group(1))
-    if key is None:
+                rest = m.group(2)
+                found = _extract_url(rest)
+                keys = _entry_keys(m.group(1))
+                url = found[0] if found is not None else None
+    if not keys:
         return 0
+    used = 1
     if url is None:
         url = _continuation_url(lines, i, in_section=in_section)
-        from_next = url is not None
-    _add_definition(layout, key, url, i, lines)
-    used = 2 if from_next else 1
+        used += url is not None
+    if url is None and not in_section and m is not None and m.re is _BRACKET_NUM_ENTRY:
+        return 0  # "[1] Some prose" outside a sources block, and no URL below: not an entry
+    title = None if url is not None else _entry_title(rest)
+    for key in keys:
+        _add_definition(layout, key, url, i, lines, title=title)
     layout.def_lines.update(range(i, i + used))
     return used
 
 
+def _entry_keys(numbers: str) -> list[str]:
+    """The reference numbers an entry lists ("[31] [48] [54]" → 31, 48, 54), each once."""
+    return list(dict.fromkeys(str(int(n)) for n in _ENTRY_NUMBER.findall(numbers)))
+
+
+def _entry_title(rest: str) -> str | None:
+    """What an entry without a URL names ("《Title》, Publisher, 2024"): the title a citation of
+    the same number in another list takes."""
+    title = rest.strip().strip("*_").strip()
+    return title[:300] or None
+
+
 def _continuation_url(lines: list[_Line], i: int, *, in_section: bool) -> str | None:
     """The next line that carries the entry's URL: indented ("1. Long title\\n   https://…"),
-    or, inside a ``Sources:`` block, a line that is nothing but the URL ("[1] Title<br>https://…",
-    as chat UIs lay out a source)."""
+    or a line that starts with the URL, perhaps after a label ("[1] Title\\nhttps://…",
+    "[1] Title<br>URL: https://…", as chat UIs and exported reports lay out a source): the URL
+    alone on its line, except inside a ``Sources:`` block, where more may follow it and a blank
+    line may come between the two."""
     if i + 1 >= len(lines):
         return None
     nxt = lines[i + 1].text
-    if lines[i + 1].gap_before or _ENTRY_START.match(nxt.strip() + " "):
+    gap = lines[i + 1].gap_before
+    if (gap and not in_section) or _ENTRY_START.match(nxt.strip() + " "):
         return None
     found = _extract_url(nxt)
     if found is None:
         return None
-    if nxt[:1].isspace():
+    if nxt[:1].isspace() and not gap:
         return found[0]
-    alone = in_section and found[1] == 0 and not any(ch.isspace() for ch in nxt.strip())
-    return found[0] if alone else None
+    lead = nxt[: found[1]].strip()
+    if lead and not _URL_LABEL.fullmatch(lead):
+        return None
+    # outside a sources block the line is the URL and nothing else ("https://… is where it is"
+    # is prose that starts with a URL)
+    alone = not any(ch.isspace() for ch in nxt[found[1] :].strip())
+    return found[0] if in_section or alone else None
 
 
-def _add_definition(layout: _Layout, key: str, url: str | None, i: int, lines: list[_Line]) -> None:
+def _add_definition(
+    layout: _Layout,
+    key: str,
+    url: str | None,
+    i: int,
+    lines: list[_Line],
+    *,
+    title: str | None = None,
+) -> None:
+    """Record reference ``key``. Where a number is defined twice (a report's list of titles, then
+    its list of URLs), the definition with a URL is the one checked and the other gives its title;
+    the duplicate is an error only when the two name different URLs."""
     layout.budget.take()
     existing = layout.defs.get(key)
     if existing is None:
-        layout.defs[key] = _RefDef(key=key, url=url, line=i)
+        layout.defs[key] = _RefDef(key=key, url=url, line=i, title=title)
         return
-    same = existing.url == url
+    if existing.url is None or url is None:
+        if existing.url is None and url is not None:
+            layout.defs[key] = _RefDef(key=key, url=url, line=i, title=existing.title)
+        elif existing.title is None:
+            existing.title = title
+        if existing.url is not None or url is not None:
+            layout.findings.append(
+                Finding(
+                    code="duplicate_reference",
+                    message=(
+                        f"reference [{key}] is listed twice, once without a URL; the entry with "
+                        "the URL is the one checked (the other gives its title)"
+                    ),
+                    severity=Severity.INFO,
+                    axis=_AXIS,
+                    url=url or existing.url,
+                    details={"label": key, "first_url": existing.url, "offset": lines[i].start},
+                )
+            )
+            return
+    same = existing.url == url or _same_url(existing.url, url)
     layout.findings.append(
         Finding(
             code="duplicate_reference",
@@ -203,6 +275,16 @@ def _add_definition(layout: _Layout, key: str, url: str | None, i: int, lines: l
             details={"label": key, "first_url": existing.url, "offset": lines[i].start},
         )
     )
+
+
+def _same_url(a: str | None, b: str | None) -> bool:
+    """Whether two spellings name one URL ("https://a.org/x" and "https://A.org/x")."""
+    if a is None or b is None:
+        return False
+    try:
+        return normalize_url(a) == normalize_url(b)
+    except CiteguardError:
+        return False
 
 
 def _claim_trailing_numbered_block(text: str, lines: list[_Line], layout: _Layout) -> None:
