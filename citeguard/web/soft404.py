@@ -30,6 +30,8 @@ from urllib.parse import unquote_plus, urlsplit
 from rapidfuzz.distance import Indel
 
 from citeguard.models import Page
+from citeguard.text import title_parts
+from citeguard.web.botwall import bot_wall_reason
 
 # a real "not found" page is short; an article discussing such pages is not
 MAX_SOFT_404_CHARS = 2_000
@@ -100,8 +102,6 @@ _NOT_FOUND_RE = re.compile(
 )
 _HAS_CODE_RE = re.compile(_CODE, re.IGNORECASE)
 _HAS_MESSAGE_RE = re.compile(_MESSAGE, re.IGNORECASE)
-# what separates a title's parts: "Page not found | Example News", "404 - Not Found"
-_TITLE_PARTS_RE = re.compile(r"\s+[|\-–—:·•»/]+\s+|\s*[|·•»]\s*|:\s+")
 _SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]*")
 
 
@@ -123,7 +123,7 @@ def soft_404_reason(page: Page) -> str | None:
     if len(body) > MAX_SOFT_404_CHARS:
         return None
     title = (page.title or "")[:_TITLE_CHARS]
-    for part in _TITLE_PARTS_RE.split(title):
+    for part in title_parts(title):
         if _is_message(part):
             return f"the page answers 200 but its title says {title.strip()!r}"
     opening = body[:_OPENING_CHARS]
@@ -247,7 +247,8 @@ def probe_urls(pages: Mapping[str, Page]) -> dict[str, str]:
     """One made-up URL per origin of the short pages in ``pages`` (URL → page): origin → probe."""
     out: dict[str, str] = {}
     for url, page in pages.items():
-        if not _short(page) or soft_404_reason(page) is not None:
+        # a page that says it is missing, or a challenge page, needs no probe to be judged
+        if not _short(page) or soft_404_reason(page) is not None or bot_wall_reason(page):
             continue
         origin = _origin(url)
         if origin not in out:
