@@ -70,15 +70,17 @@ _MEASURES = (
 
 # One number as written. The alternatives are tried in order: digit groups of exactly three
 # (separated by commas, dots, spaces or apostrophes, with an optional decimal part after the
-# other separator), then plain digits with an optional decimal part. A number glued to a word
-# ("COVID-19", "A4", "Boeing-737") is part of a name, not a quantity.
+# other separator), then plain digits with an optional decimal part. A group is three digits not
+# followed by a fourth, and the groups end at the first that is not one: a match never fails
+# after reading a run, so no run is read twice (linear). A number glued to a word ("COVID-19",
+# "A4", "Boeing-737") is part of a name, not a quantity.
 _DIGITS = (
     r"(?<![\w.,'’])(?<![A-Za-z]-)"
     r"(?P<num>"
-    r"\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)"
-    r"|\d{1,3}(?:\.\d{3})+(?:,\d+)?(?!\d|\.\d)"
-    rf"|\d{{1,3}}(?:{_SP}\d{{3}})+(?:[.,]\d+)?(?!\d|{_SP}\d)"
-    r"|\d{1,3}(?:['’]\d{3})+(?:[.,]\d+)?(?!\d)"
+    r"\d{1,3}(?:,\d{3}(?!\d))+(?:\.\d+)?"
+    r"|\d{1,3}(?:\.\d{3}(?!\d))+(?:,\d+)?"
+    rf"|\d{{1,3}}(?:{_SP}\d{{3}}(?!\d))+(?:[.,]\d+)?"
+    r"|\d{1,3}(?:['’]\d{3}(?!\d))+(?:[.,]\d+)?"
     r"|\d+(?:[.,]\d+)?"
     r")"
 )
