@@ -155,28 +155,35 @@ def _readings(raw: str) -> tuple[tuple[float, int], ...]:
 def read_numbers(text: str) -> Iterator[Quantity]:
     """The numbers of ``text``, read whole, with percentages, currencies and scale words."""
     for m in _NUMBER_RE.finditer(text):
+        raw = m.group("num")
+        written, end = m.group(0), m.end()
+        measure = m.group("measure") or ""
+        if _is_decade(raw, measure, m.start("measure") == m.end("num")):
+            written, end, measure = text[m.start() : m.end("num")], m.end("num"), ""
         scale_word = (m.group("scale") or "").lower()
         factor = _SCALES.get(scale_word, 1.0)
         unit = (
             "%"
             if (m.group("pct") or m.group("pct2"))
-            else (m.group("cur") or m.group("cur2") or m.group("measure") or "")
+            else (m.group("cur") or m.group("cur2") or measure)
         )
-        raw = m.group("num")
-        pairs = _readings(raw)
-        readings = tuple(Reading(v * factor, d) for v, d in pairs)
         is_year = (raw.isdigit() and len(raw) == 4 and factor == 1.0 and not unit) and 1000 <= int(
             raw
         ) <= 2100
         yield Quantity(
-            text=m.group(0).strip(),
+            text=written.strip(),
             start=m.start(),
-            end=m.end(),
-            readings=readings,
+            end=end,
+            readings=tuple(Reading(v * factor, d) for v, d in _readings(raw)),
             scale=factor,
             unit=unit,
             is_year=is_year,
         )
+
+
+def _is_decade(raw: str, measure: str, glued: bool) -> bool:
+    """ "1990s", "80s": a decade, not seconds ("60 s" and "12.6s" are seconds)."""
+    return measure == "s" and glued and raw.isdigit() and len(raw) in (2, 4) and raw[-1] == "0"
 
 
 def backs(claim: Sequence[Reading], evidence: Sequence[Reading], *, scale: float = 1.0) -> bool:

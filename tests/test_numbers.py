@@ -154,3 +154,12 @@ async def test_a_changed_number_around_a_quote_is_contradicted_quoting_both(farm
         "claim '6,400' vs evidence '6,100' in “The race drew 6,100 people, the organisers said.”"
         in reason
     )
+
+
+@pytest.mark.parametrize(
+    ("written", "unit", "is_year"),
+    [("the 1990s", "", True), ("took 12.6s", "s", False), ("took 60 s", "s", False)],
+)
+def test_a_decade_is_not_seconds(written: str, unit: str, is_year: bool) -> None:
+    (q,) = read_numbers(written)
+    assert (q.unit, q.is_year) == (unit, is_year)
