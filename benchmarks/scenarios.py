@@ -1697,6 +1697,15 @@ async def report_parse(cfg: Config, ctx: Context) -> dict[str, Any]:
     return await bench_report_parse.scenario(cfg, ctx)
 
 
+async def soft404_load(cfg: Config, ctx: Context) -> dict[str, Any]:
+    """200 checks x 10 short templated pages in flight (one in seven states a height of 404
+    metres): false ``soft_404`` (target 0), and real not-found pages in 7 languages still caught
+    (``bench_soft404_load``)."""
+    from benchmarks import bench_soft404_load
+
+    return await bench_soft404_load.scenario(cfg, ctx)
+
+
 # Run order: the in-flight scenario first, so its memory growth is not hidden under the peak
 # that loading the entailment model leaves behind.
 SCENARIOS: dict[str, Scenario] = {
@@ -1714,4 +1723,5 @@ SCENARIOS: dict[str, Scenario] = {
     "stream": stream,
     "repair": repair,
     "report_parse": report_parse,
+    "soft404_load": soft404_load,
 }

@@ -78,6 +78,7 @@ from citeguard.policy import Policy
 from citeguard.snapshot import FetcherLike
 from citeguard.text import PARAPHRASE_STOPWORDS, PASSAGE_TOKEN_RE, normalise
 from citeguard.trace import Tracing
+from citeguard.web.botwall import bot_wall_reason
 from citeguard.web.soft404 import soft_404_reason
 from citeguard.web.urls import UrlProblem, normalize_url
 
@@ -517,6 +518,8 @@ class Repairer:
             if res is None or res.status is not CitationStatus.OK:
                 continue
             if ext.page.kind in ("unsupported", "empty") or soft_404_reason(ext.page):
+                continue
+            if bot_wall_reason(ext.page):
                 continue
             out[url] = ext
         return out

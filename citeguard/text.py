@@ -51,6 +51,7 @@ __all__ = [
     "special_pattern",
     "special_replacement",
     "strip_diacritics",
+    "title_parts",
     "trim_span",
     "word_set",
 ]
@@ -466,3 +467,14 @@ def is_answer_sentence_end(
         if len(token) == 1 and token.isupper():
             return False  # an initial: "J. Smith"
     return True
+
+
+# what separates a page title's parts: "Page not found | Example News", "404 - Not Found",
+# "404: This page could not be found"
+_TITLE_PARTS_RE = re.compile(r"\s+[|\-–—:·•»/]+\s+|\s*[|·•»]\s*|:\s+")
+
+
+def title_parts(title: str) -> list[str]:
+    """The parts of a page title between its separators (the site name is usually one), each
+    stripped, empty ones left out."""
+    return [p.strip() for p in _TITLE_PARTS_RE.split(title) if p.strip()]

@@ -151,6 +151,16 @@ def test_load_and_stalls(suite: dict[str, Any]) -> None:
     assert gc.get_freeze_count() == 0 and gc.get_threshold()[2] < 10**6
 
 
+def test_soft404_load(suite: dict[str, Any]) -> None:
+    # templated pages that differ only in their facts, some 404 metres tall: none a soft 404;
+    # the real not-found pages (one per covered language) all are
+    s4 = suite["scenarios"]["soft404_load"]
+    assert s4["citations"] == sum(s4["statuses"].values())
+    assert s4["pages_stating_404_metres"] > 0
+    assert s4["false_soft_404"] == 0, s4["false_soft_404_examples"]
+    assert s4["control_soft_404"] == s4["control_not_found_pages"] == 7
+
+
 def test_axes(suite: dict[str, Any]) -> None:
     a = suite["scenarios"]["axes"]
     for name, r in a["ratios"].items():

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 # The word list, tokenizer and sentence splitter live in citeguard.text; they are re-exported
 # here under their old names for the entailment and support checks.
+from citeguard.numbers import Reading, backs, read_numbers
 from citeguard.text import ENTAILMENT_STOPWORDS as STOPWORDS
 from citeguard.text import entailment_tokens as tokens
 from citeguard.text import fold_whitespace, sentence_spans
@@ -94,26 +95,6 @@ _NUMBER_WORDS: dict[str, float] = {
     "hundred": 100,
     "dozen": 12,
 }
-# Bare "k", "m" and "b" are left out on purpose: "100m" is a sprint and "5k" a run as often as
-# they are money, and a wrong scale would turn a match into a missing number.
-_SCALES: dict[str, float] = {
-    "thousand": 1e3,
-    "million": 1e6,
-    "mn": 1e6,
-    "billion": 1e9,
-    "bn": 1e9,
-    "trillion": 1e12,
-    "tn": 1e12,
-}
-# A number glued to a word by a hyphen ("COVID-19", "Boeing-737") is part of a name, not a quantity.
-_NUMBER = re.compile(
-    r"(?P<cur>[$€£¥])?\s?"
-    r"(?<![\w.,])(?<![A-Za-z]-)(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<frac>\d+))?"
-    r"(?:\s?(?P<pct>%|percent\b|per\s?cent\b))?"
-    r"(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|tn)\b)?"
-    r"(?:\s?(?P<pct2>%|percent\b|per\s?cent\b))?",
-    re.IGNORECASE,
-)
 _NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
 # Capitalised words and acronyms: "Pope", "EU", "COVID-19", "iPhone".
 _ENTITY = re.compile(
@@ -216,7 +197,10 @@ def _scoped_negations(text: str, shared: set[str]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class NumberMention:
-    """A number as written, its value, its unit and whether it looks like a year."""
+    """A number as written, its value, its unit and whether it looks like a year.
+
+    ``value`` and ``decimals`` are the first of ``readings``: a form two locales read apart
+    ("1,234": 1234 or 1.234) carries both (:mod:`citeguard.numbers`)."""
 
     text: str
     value: float
@@ -225,48 +209,45 @@ class NumberMention:
     unit: str  # "%", a currency sign, or "" — scale words are folded into value
     noun: str  # the content word right after the number ("people", "year"), for same-quantity tests
     is_year: bool
+    readings: tuple[Reading, ...] = ()
+    start: int = -1  # where ``text`` stands in the text it was read from
+    end: int = -1
 
 
 def numbers(text: str) -> list[NumberMention]:
-    """Numbers in ``text`` with percentages, currencies and scale words folded in."""
+    """Numbers in ``text``, each read whole in its locale's form ("12.6", "6,100", "1.234,5",
+    "1 234"), with percentages, currencies and scale words folded in, then spelled-out ones."""
     out: list[NumberMention] = []
-    for m in _NUMBER.finditer(text):
-        digits = m.group("int").replace(",", "")
-        frac = m.group("frac") or ""
-        value = float(f"{digits}.{frac}") if frac else float(digits)
-        scale = (m.group("scale") or "").lower()
-        factor = _SCALES.get(scale, 1.0)
-        value *= factor
-        unit = "%" if (m.group("pct") or m.group("pct2")) else (m.group("cur") or "")
-        is_year = (
-            not frac
-            and not scale
-            and not unit
-            and "," not in m.group("int")
-            and len(digits) == 4
-            and 1000 <= value <= 2100
-        )
+    for q in read_numbers(text):
+        first = q.readings[0]
         out.append(
             NumberMention(
-                text=m.group(0).strip(),
-                value=value,
-                decimals=len(frac),
-                scale=factor,
-                unit=unit,
-                noun=_next_content_word(text, m.end()),
-                is_year=is_year,
+                text=q.text,
+                value=first.value,
+                decimals=first.decimals,
+                scale=q.scale,
+                unit=q.unit,
+                noun=_next_content_word(text, q.end),
+                is_year=q.is_year,
+                readings=q.readings,
+                start=q.start,
+                end=q.end,
             )
         )
     for m in _NUMBER_WORD.finditer(text):
+        value = _NUMBER_WORDS[m.group(1).lower()]
         out.append(
             NumberMention(
                 text=m.group(0),
-                value=_NUMBER_WORDS[m.group(1).lower()],
+                value=value,
                 decimals=0,
                 scale=1.0,
                 unit="",
                 noun=_next_content_word(text, m.end()),
                 is_year=False,
+                readings=(Reading(value, 0),),
+                start=m.start(),
+                end=m.end(),
             )
         )
     return out
@@ -281,11 +262,13 @@ def _next_content_word(text: str, pos: int) -> str:
 
 
 def _same_number(claim: NumberMention, ev: NumberMention) -> bool:
-    """Whether ``ev`` backs ``claim``, allowing for rounding at the claim's precision."""
-    # "2.4 trillion" is backed by "2.43 trillion" and "about 40%" by "39.6%": the claim is
-    # written to some precision (decimals, in units of its scale word) and may round.
-    tolerance = 0.5 * 10.0 ** (-claim.decimals) * claim.scale
-    return abs(claim.value - ev.value) <= tolerance + 1e-9 * max(1.0, abs(claim.value))
+    """Whether ``ev`` backs ``claim`` under some plausible reading of each, allowing for
+    rounding at the claim's precision ("2.4 trillion" is backed by "2.43 trillion")."""
+    return backs(_readings(claim), _readings(ev), scale=claim.scale)
+
+
+def _readings(n: NumberMention) -> tuple[Reading, ...]:
+    return n.readings or (Reading(n.value, n.decimals),)
 
 
 def entities(text: str) -> list[str]:
@@ -319,6 +302,8 @@ class Consistency:
     aligned: str  # the evidence text (one or two sentences) that covers the claim best
     missing_numbers: tuple[str, ...] = ()
     conflicting_numbers: tuple[tuple[str, str], ...] = ()  # (claim number, evidence number)
+    # the evidence sentence each conflicting evidence number stands in (parallel to the above)
+    conflict_sentences: tuple[str, ...] = ()
     missing_entities: tuple[str, ...] = ()
     n_entities: int = 0
     n_numbers: int = 0
@@ -333,9 +318,13 @@ class Consistency:
         """A short human-readable account of the problems found ("" when none)."""
         parts: list[str] = []
         if self.conflicting_numbers:
+            sentences = self.conflict_sentences or ("",) * len(self.conflicting_numbers)
             parts.append(
                 "number differs: "
-                + ", ".join(f"claim {c!r} vs evidence {e!r}" for c, e in self.conflicting_numbers)
+                + ", ".join(
+                    f"claim {c!r} vs evidence {e!r}" + (f" in {_quoted(s)}" if s else "")
+                    for (c, e), s in zip(self.conflicting_numbers, sentences, strict=True)
+                )
             )
         if self.negation_flip:
             parts.append("negation differs between claim and evidence")
@@ -344,6 +333,17 @@ class Consistency:
         if self.missing_entities:
             parts.append("names not in evidence: " + ", ".join(self.missing_entities))
         return "; ".join(parts)
+
+
+_QUOTED_CHARS = 200
+
+
+def _quoted(sentence: str) -> str:
+    """``sentence`` in quotation marks, shortened to ``_QUOTED_CHARS``."""
+    text = fold_whitespace(sentence)
+    if len(text) > _QUOTED_CHARS:
+        text = text[: _QUOTED_CHARS - 1].rstrip() + "…"
+    return f"“{text}”"
 
 
 def check_consistency(claim: str, evidence: str) -> Consistency:
@@ -356,7 +356,7 @@ def check_consistency(claim: str, evidence: str) -> Consistency:
     # The aligned text: the evidence sentence (or pair of neighbours) covering most claim words.
     sents = [evidence[s:e] for s, e in sentence_spans(evidence)]
     sent_words = [set(content_words(s)) for s in sents]
-    best_cov, aligned = 0.0, ""
+    best_cov, aligned_sents = 0.0, []
     if claim_words:
         for i, words in enumerate(sent_words):
             for j in (i, i + 1):
@@ -367,12 +367,15 @@ def check_consistency(claim: str, evidence: str) -> Consistency:
                 # Prefer the single sentence when the pair adds nothing.
                 if c > best_cov + 1e-9:
                     best_cov = c
-                    aligned = sents[i] if j == i else sents[i] + " " + sents[j]
+                    aligned_sents = sents[i : j + 1]
+    aligned = " ".join(aligned_sents)
 
     ev_numbers = numbers(evidence)
-    aligned_numbers = numbers(aligned) if aligned else []
+    # each aligned number with the sentence it stands in, which a conflict quotes
+    aligned_numbers = [(e, sent) for sent in aligned_sents for e in numbers(sent)]
     missing: list[str] = []
     conflicts: list[tuple[str, str]] = []
+    conflict_sentences: list[str] = []
     claim_numbers = numbers(claim)
     for n in claim_numbers:
         if any(_same_number(n, e) for e in ev_numbers):
@@ -383,8 +386,9 @@ def check_consistency(claim: str, evidence: str) -> Consistency:
             missing.append(n.text)
         # Same quantity, different number: the aligned sentence talks about the same thing
         # (most claim words present) and has a number of the same kind with another value.
+        # Every plausible reading of both differs (checked above against the whole evidence).
         if best_cov >= 0.6:
-            for e in aligned_numbers:
+            for e, sent in aligned_numbers:
                 same_kind = (
                     (n.is_year and e.is_year)
                     or (n.unit and n.unit == e.unit)
@@ -392,6 +396,7 @@ def check_consistency(claim: str, evidence: str) -> Consistency:
                 )
                 if same_kind:
                     conflicts.append((n.text, e.text))
+                    conflict_sentences.append(sent)
                     break
 
     ev_lower = evidence.lower()
@@ -423,6 +428,7 @@ def check_consistency(claim: str, evidence: str) -> Consistency:
         aligned=aligned,
         missing_numbers=tuple(missing),
         conflicting_numbers=tuple(conflicts),
+        conflict_sentences=tuple(conflict_sentences),
         missing_entities=tuple(missing_entities),
         n_entities=len(claim_entities),
         n_numbers=len(claim_numbers),

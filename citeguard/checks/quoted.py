@@ -24,8 +24,11 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from citeguard.checks._consistency import STOPWORDS
+from citeguard.numbers import NUMBER_TOKEN
 
-_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+# a number with its separators is one word ("12.6", "6,100"): read in pieces, the residual
+# claim's "12.6 s" would reach the entailer as "12 6 s"
+_WORD_RE = re.compile(NUMBER_TOKEN + r"|[^\W_]+(?:['’][^\W_]+)*")
 _QUOTE_CHARS = "\"'“”„‟«»‹›‘’「」『』"
 
 # Words that attribute a statement to its source and add nothing to what it says.

@@ -60,6 +60,7 @@ from citeguard.models import (
     Verdict,
 )
 from citeguard.policy import Policy
+from citeguard.web.botwall import bot_wall_reason
 from citeguard.web.soft404 import soft_404_reason
 from citeguard.web.urls import UrlProblem, host_of, normalize_url, registrable_domain
 
@@ -826,6 +827,9 @@ def _fetched_status(
             page.problem or f"cannot read the page (content type {res.content_type or 'unknown'})",
         )
     if res.status is CitationStatus.OK and page is not None:
+        wall = bot_wall_reason(page)
+        if wall is not None:
+            return CitationStatus.BOT_WALL, wall
         soft = soft_404_reason(page) or soft_404s.get(key)
         if soft is not None:
             return CitationStatus.SOFT_404, soft

@@ -58,6 +58,7 @@ from citeguard.closing import AsyncClosing
 from citeguard.errors import PolicyError
 from citeguard.models import CitationStatus, FetchResult, Outcome
 from citeguard.policy import FetchPolicy
+from citeguard.web.botwall import bot_wall_response
 from citeguard.web.limits import HostLimiter, make_limiter
 from citeguard.web.urls import (
     UrlProblem,
@@ -101,13 +102,6 @@ _LOOKUPS_PER_TURN = 4
 _TICK = 0.005  # per-URL deadlines falling in one such slice share one loop timer (seconds)
 # Response headers that are not worth keeping in a result (privacy, size).
 _DROP_HEADERS = frozenset({"set-cookie"})
-# Headers that bot-mitigation services put on their challenge pages.
-_BOT_WALL_HEADERS: tuple[tuple[str, str | None], ...] = (
-    ("cf-mitigated", None),  # Cloudflare managed challenge
-    ("x-amzn-waf-action", "captcha"),  # AWS WAF CAPTCHA / challenge
-    ("x-amzn-waf-action", "challenge"),
-)
-
 try:  # brotli is optional; without it we do not advertise "br" at all
     import brotli as _brotli  # type: ignore[import-not-found, import-untyped, unused-ignore]
 except ImportError:  # pragma: no cover - depends on the environment
@@ -493,20 +487,9 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
-def _bot_wall(code: int, headers: Mapping[str, str]) -> str | None:
-    if code == 999:
-        return "HTTP 999: the site refuses automated clients (bot wall)"
-    if code in (403, 429, 503):
-        for name, value in _BOT_WALL_HEADERS:
-            got = headers.get(name)
-            if got is not None and (value is None or got.strip().lower() == value):
-                return f"HTTP {code} with {name}: {got}: a bot-mitigation challenge"
-    return None
-
-
 def _classify(code: int, phrase: str, headers: Mapping[str, str]) -> tuple[CitationStatus, str]:
     label = f"HTTP {code} {phrase}".strip()
-    wall = _bot_wall(code, headers)
+    wall = bot_wall_response(code, headers)
     if wall is not None:
         return CitationStatus.BOT_WALL, wall
     if 200 <= code < 300:

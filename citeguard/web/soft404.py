@@ -1,10 +1,13 @@
 """Soft 404s: pages served with 200 that say they do not exist.
 
 A site that answers every unknown path with a friendly "page not found" and HTTP 200 makes a
-fabricated URL look alive. A page is a soft 404 when its title, or the opening of its main text,
-says so in one of the common phrasings (English, German, French, Spanish, Italian, Portuguese,
-Dutch), and the page is short: an article *about* 404 errors has a long body and is not one.
-The opening read is bounded, so the check is linear in nothing but a few hundred characters.
+fabricated URL look alive. A page is a soft 404 when it presents itself as missing: a part of
+its title, its heading (the first line of its main text) or one of its opening sentences *is*
+the message in one of the common phrasings (English, German, French, Spanish, Italian,
+Portuguese, Dutch), read whole, and the page is short. A page that merely mentions the words
+("Route 404", "a 404-metre tower", "not found until Tuesday", "What is a 404 error?") is not
+one, nor is a long article *about* 404 errors. The read is bounded, so the check is linear in
+nothing but a few hundred characters.
 
 Pages that say nothing of the kind can still be the host's catch-all: like lychee, the guard
 asks the host for a path that cannot exist (:func:`probe_urls`) and a short cited page that
@@ -27,41 +30,112 @@ from urllib.parse import unquote_plus, urlsplit
 from rapidfuzz.distance import Indel
 
 from citeguard.models import Page
+from citeguard.text import title_parts
+from citeguard.web.botwall import bot_wall_reason
 
 # a real "not found" page is short; an article discussing such pages is not
 MAX_SOFT_404_CHARS = 2_000
 _OPENING_CHARS = 300
+_TITLE_CHARS = 300
+_OPENING_SENTENCES = 4
 
+# A page presents itself as missing when one of its own labels *is* the message: a part of its
+# title (between the site-name separators), its heading (the first line of its main text), or
+# one of its opening sentences, read whole. "Route 404 reopens", "a 404-metre tower", "not
+# found until Tuesday" and "What is a 404 error?" mention the words; they are not the message.
+_SORRY = (
+    r"(?:oops|whoops|sorry|uh[- ]?oh|oh\s+no|ouch|hmm+|ups|oups|hoppla|oeps|helaas|leider"
+    r"|entschuldigung|d[ée]sol[ée]e?|lo\s+sentimos|vaya|ops|opa|desculpe|spiacenti"
+    r"|ci\s+dispiace)"
+)
+_CODE = r"(?:(?:http\s+)?(?:error|erreur|fehler|fout|errore|erro|code)\s*[:#]?\s*)?404(?:\s+error)?"
+_PAGE = (
+    r"(?:(?:the|this|that|requested|your)\s+)*(?:page|file|article|post|content|resource|document"
+    r"|url|link|story)"
+)
+_ASKED = (
+    r"(?:\s+(?:you(?:['’]re|\s+are|\s+were)?\s+(?:looking\s+for|trying\s+to\s+(?:reach|access)"
+    r"|requested|tried\s+to\s+(?:reach|access))|(?:you\s+)?requested))?"
+)
+_MISSING = (
+    r"(?:does\s*n['’o]t|does\s+not|can\s*not\s+be|can['’]t\s+be|could\s*n['’o]t\s+be"
+    r"|could\s+not\s+be|was\s+not|wasn['’]t|is\s+no\s+longer|is\s+not|isn['’]t|has\s+been"
+    r"|may\s+have\s+been|might\s+have\s+been)\s+(?:exist|found|be\s+found|available|removed"
+    r"|moved|deleted)(?:\s+or\s+(?:has\s+been\s+|was\s+|been\s+)?(?:moved|removed|deleted"
+    r"|renamed|(?:is\s+)?temporarily\s+unavailable))?(?:\s+(?:anymore|any\s+longer))?"
+)
+_MESSAGE = (
+    r"(?:"
+    # English
+    r"(?:(?:page|file|article|post|content|resource|document)\s+)?not\s+found|nothing\s+(?:was\s+)?found"
+    rf"|{_PAGE}{_ASKED}\s+{_MISSING}"
+    r"|we\s+(?:can['’]t|can\s*not|could\s*n['’o]t|could\s+not)\s+find\s+(?:the\s+|that\s+|this\s+)?"
+    r"(?:page|file|content|article)(?:\s+you(?:['’]re|\s+are)\s+looking\s+for|\s+you\s+requested)?"
+    rf"|{_PAGE}\s+(?:is\s+)?(?:no\s+longer\s+available|unavailable|missing)"
+    # German
+    r"|(?:die\s+)?(?:(?:angeforderte|gesuchte|aufgerufene)\s+)?(?:seite|datei)\s+"
+    r"(?:(?:wurde|konnte)\s+)?(?:leider\s+)?(?:nicht\s+gefunden(?:\s+werden)?|existiert\s+nicht"
+    r"(?:\s+mehr)?|ist\s+nicht\s+(?:mehr\s+)?verf[üu]gbar)|nicht\s+gefunden"
+    # French
+    r"|(?:la\s+)?page\s+(?:que\s+vous\s+(?:recherchez|cherchez|avez\s+demand[ée]e)\s+)?"
+    r"(?:introuvable|non\s+trouv[ée]e|n['’]existe\s+(?:pas|plus)|est\s+introuvable"
+    r"|n['’]a\s+pas\s+[ée]t[ée]\s+trouv[ée]e)|introuvable"
+    # Spanish
+    r"|(?:la\s+)?p[áa]gina\s+(?:que\s+(?:buscas|busca|est[áa]s\s+buscando|solicitaste)\s+)?"
+    r"(?:no\s+encontrada|no\s+existe|no\s+(?:se\s+)?(?:ha\s+)?(?:podido\s+)?(?:encontrar|encontrada))"
+    r"|no\s+encontrad[oa]"
+    # Italian
+    r"|(?:la\s+)?pagina\s+(?:che\s+(?:stai\s+cercando|cerchi|hai\s+richiesto)\s+)?"
+    r"non\s+(?:trovata|esiste|(?:[èe]\s+stata\s+)?trovata)|non\s+trovat[oa]"
+    # Portuguese
+    r"|(?:a\s+)?p[áa]gina\s+(?:que\s+(?:voc[êe]\s+)?(?:procura|est[áa]\s+procurando|procurava)\s+)?"
+    r"n[ãa]o\s+(?:encontrada|existe|foi\s+encontrada)|n[ãa]o\s+encontrad[oa]"
+    # Dutch
+    r"|(?:de\s+)?pagina\s+(?:die\s+(?:je|u)\s+zoekt\s+)?(?:niet\s+gevonden|bestaat\s+niet"
+    r"|is\s+niet\s+gevonden|kon\s+niet\s+(?:worden\s+)?gevonden(?:\s+worden)?)|niet\s+gevonden"
+    r")"
+)
+# the whole label: an apology, the status code, the message, in any order of those
 _NOT_FOUND_RE = re.compile(
-    r"\b(?:"
-    r"(?:error\s*)?404\b|page\s+not\s+found|not\s+found|file\s+not\s+found"
-    r"|(?:page|article|content|resource|post)\s+(?:you\s+(?:are\s+looking\s+for|requested)\s+)?"
-    r"(?:does\s*n[o']t|does\s+not|doesn['’]t|cannot\s+be|can['’]t\s+be|could\s+not\s+be"
-    r"|couldn['’]t\s+be|was\s+not|wasn['’]t|is\s+no\s+longer)\s+(?:exist|found|be\s+found|available)"
-    r"|we\s+(?:can['’]t|cannot|could\s*n['’o]t)\s+find\s+(?:th(?:at|is|e)\s+)?page"
-    r"|nothing\s+(?:was\s+)?found|no\s+longer\s+available"
-    r"|seite\s+(?:wurde\s+)?nicht\s+gefunden|page\s+introuvable|page\s+non\s+trouv[ée]e"
-    r"|p[áa]gina\s+no\s+encontrada|p[áa]gina\s+n[ãa]o\s+encontrada|pagina\s+non\s+trovata"
-    r"|pagina\s+niet\s+gevonden"
-    r")",
+    rf"(?:{_SORRY}\W*)*(?:(?:{_CODE})\W*)?(?:{_MESSAGE})?\W*(?:(?:{_CODE})\W*)?",
     re.IGNORECASE,
 )
+_HAS_CODE_RE = re.compile(_CODE, re.IGNORECASE)
+_HAS_MESSAGE_RE = re.compile(_MESSAGE, re.IGNORECASE)
+_SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]*")
+
+
+def _is_message(label: str, *, code_alone: bool = True) -> bool:
+    """Whether ``label`` (a title part, a heading, a sentence) is the not-found message whole;
+    a bare "404" counts only where ``code_alone`` (a title or a heading, not a table cell)."""
+    label = label.strip()
+    if not label or len(label) > 160 or _NOT_FOUND_RE.fullmatch(label) is None:
+        return False
+    if _HAS_MESSAGE_RE.search(label) is not None:
+        return True
+    return code_alone and _HAS_CODE_RE.search(label) is not None
 
 
 def soft_404_reason(page: Page) -> str | None:
-    """Why ``page`` is a soft 404, or ``None`` when it is not."""
+    """Why ``page`` is a soft 404, or ``None`` when it is not: a short page whose title, heading
+    or an opening sentence is the not-found message (not one that merely mentions "404")."""
     body = page.main_text if page.main_text else page.text
     if len(body) > MAX_SOFT_404_CHARS:
         return None
-    title = (page.title or "")[:_OPENING_CHARS]
-    hit = _NOT_FOUND_RE.search(title)
-    where = "title"
-    if hit is None:
-        hit = _NOT_FOUND_RE.search(body[:_OPENING_CHARS])
-        where = "text"
-    if hit is None:
-        return None
-    return f"the page answers 200 but its {where} says {hit.group(0).strip()!r}"
+    title = (page.title or "")[:_TITLE_CHARS]
+    for part in title_parts(title):
+        if _is_message(part):
+            return f"the page answers 200 but its title says {title.strip()!r}"
+    opening = body[:_OPENING_CHARS]
+    heading, _, _rest = opening.partition("\n")
+    if _is_message(heading):
+        return f"the page answers 200 but its heading says {heading.strip()!r}"
+    for n, m in enumerate(_SENTENCE_RE.finditer(opening)):
+        if n >= _OPENING_SENTENCES:
+            break
+        if _is_message(m.group(0), code_alone=False):
+            return f"the page answers 200 but its text says {m.group(0).strip()!r}"
+    return None
 
 
 _INLINE_PAGES = 64  # pages a check looks at on the loop; more go to a thread
@@ -173,7 +247,8 @@ def probe_urls(pages: Mapping[str, Page]) -> dict[str, str]:
     """One made-up URL per origin of the short pages in ``pages`` (URL → page): origin → probe."""
     out: dict[str, str] = {}
     for url, page in pages.items():
-        if not _short(page) or soft_404_reason(page) is not None:
+        # a page that says it is missing, or a challenge page, needs no probe to be judged
+        if not _short(page) or soft_404_reason(page) is not None or bot_wall_reason(page):
             continue
         origin = _origin(url)
         if origin not in out:
