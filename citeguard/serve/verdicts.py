@@ -4,19 +4,36 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from citeguard.models import GuardResult, Verdict
+from citeguard.models import GuardResult, Verdict, VerdictWord
+from citeguard.policy import Policy
 
-__all__ = ["Outcome", "outcome_of", "summary", "verdict_json"]
+__all__ = ["Ending", "Outcome", "ending_of", "outcome_of", "summary", "verdict_json"]
 
-Outcome = Literal["passed", "repaired", "rejected"]
+#: ``x-citeguard-verdict`` and ``citeguard.verdict``: the one vocabulary (models.VerdictWord)
+Outcome = VerdictWord
+#: how the answer ends for the client: as the upstream ended it (``stop``), marked the way the
+#: API marks what its own content filter cut (``content_filter``: Chat ``finish_reason``,
+#: Responses ``status: incomplete``, Anthropic ``stop_reason: refusal``), or an error the SDKs
+#: raise (``error``)
+Ending = Literal["stop", "content_filter", "error"]
 
 
 def outcome_of(result: GuardResult) -> Outcome:
     """``x-citeguard-verdict``: passed, repaired (mended or stripped, and now passing), or
     rejected."""
-    if not result.passed:
-        return "rejected"
-    return "passed" if result.outcome == "passed" else "repaired"
+    return result.verdict_word
+
+
+def ending_of(policy: Policy, outcome: Outcome, *, cut: bool = False) -> Ending:
+    """How an answer ends for the client: a rejected one fails closed unless the policy's
+    ``on_fail`` opts out (``return``, ``report``: the upstream's own ending, the old way);
+    ``raise`` is an error; a passing one whose claims citeguard removed (``cut``) is marked
+    as filtered too."""
+    if outcome == "rejected":
+        if policy.on_fail == "raise":
+            return "error"
+        return "content_filter" if policy.on_fail == "strip" else "stop"
+    return "content_filter" if cut else "stop"
 
 
 def verdict_json(verdict: Verdict) -> dict[str, Any]:

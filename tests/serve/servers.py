@@ -27,6 +27,7 @@ from aiohttp import web
 from citeguard.policy import Policy
 from citeguard.serve import Settings, create_app
 from citeguard.serve.main import listen
+from citeguard.serve.settings import SERVE_ON_FAIL
 
 GOOD_TEXT = (
     "The Eiffel Tower is 330 metres tall and stands on the Champ de Mars in Paris. "
@@ -40,8 +41,10 @@ OTHER_TEXT = (
 
 
 def serve_policy() -> Policy:
-    """Loopback pages allowed; the validity axis only (the pages are undated, one domain)."""
+    """Loopback pages allowed; the validity axis only (the pages are undated, one domain); the
+    service's own ``on_fail`` (it fails closed)."""
     return Policy.for_tests().replace(
+        on_fail=SERVE_ON_FAIL,
         entailment={"backend": "word_overlap"},
         diversity={"enabled": False},
         freshness={"enabled": False},
