@@ -37,8 +37,9 @@ def ending_of(policy: Policy, outcome: Outcome, *, cut: bool = False) -> Ending:
 
 
 def verdict_json(verdict: Verdict) -> dict[str, Any]:
-    """The verdict as JSON: the four axes, each citation, each claim."""
-    return verdict.model_dump(mode="json")
+    """The verdict as JSON: its word (``verdict``: passed or rejected, the one vocabulary),
+    the four axes, each citation, each claim."""
+    return {"verdict": verdict.verdict_word, **verdict.model_dump(mode="json")}
 
 
 def summary(
@@ -52,14 +53,12 @@ def summary(
 ) -> dict[str, Any]:
     """The ``citeguard`` object: the outcome, attempts, and the verdict in full."""
     out: dict[str, Any] = {
-        "verdict": outcome,
-        "passed": outcome != "rejected",
+        **verdict_json(verdict),
         "attempts": attempts,
         "message": message,
-        **verdict_json(verdict),
     }
-    # verdict_json's own "passed" is the checked answer's: the outcome decides the top level
-    out["passed"] = outcome != "rejected"
+    # verdict_json's own word and "passed" are the checked answer's: the outcome decides
+    out["verdict"], out["passed"] = outcome, outcome != "rejected"
     if result is not None:
         out["outcome"] = result.outcome
         out["removed_urls"] = list(result.removed_urls)
