@@ -111,6 +111,22 @@ def test_chat_stream_failing_answer_ends_content_filtered(
         stream.get_final_completion()
 
 
+def test_chat_stream_whose_last_text_carries_the_finish_reason(
+    service: Service, upstream: FakeUpstream, pages: Pages
+) -> None:
+    # some providers send the last text and the finish reason in one chunk: the text is
+    # released as the guard allows, the finish reason says how the answer ended
+    client = _openai(service)
+    upstream.script(good(pages))
+    upstream.behaviour = "text_with_finish"
+    assert chat_stream_ending(client)[::2] == (good(pages), "stop")
+    upstream.script(dead(pages))
+    upstream.behaviour = "text_with_finish"
+    sent, verdict, finish = chat_stream_ending(client)
+    assert "/dead" not in sent and verdict["verdict"] == "rejected"
+    assert finish == "content_filter"
+
+
 def test_chat_stream_annotate_mode_ends_content_filtered(
     service: Service, upstream: FakeUpstream, pages: Pages
 ) -> None:
