@@ -393,8 +393,8 @@ class AnthropicDialect(Dialect):
             for b in out.get("content") or []
             if not (isinstance(b, dict) and b.get("type") == "text")
         ]
-        new = {"type": "text", "text": text}
-        out["content"] = [*blocks, new]
+        # no empty text block: the API refuses one when a client sends the message back
+        out["content"] = [*blocks, {"type": "text", "text": text}] if text else blocks
         return out
 
     def filtered(self, response: dict[str, Any]) -> dict[str, Any]:
