@@ -74,6 +74,23 @@ def test_chat_failing_answer_is_content_filtered(
         client.chat.completions.parse(model="m", messages=MESSAGES)  # type: ignore[arg-type]
 
 
+def test_chat_answer_stripped_into_a_pass_is_repaired_and_content_filtered(
+    service: Service, upstream: FakeUpstream, pages: Pages
+) -> None:
+    dead_claim = f"It was painted gold in 2020 ([source]({pages.url('/dead')}))."
+    upstream.script(f"{good(pages)} {dead_claim}")
+    raw = _openai(service).chat.completions.with_raw_response.create(model="m", messages=MESSAGES)  # type: ignore[arg-type]
+    completion = raw.parse()
+    content = completion.choices[0].message.content or ""
+    assert good(pages) in content and "painted gold" not in content and "/dead" not in content
+    # what is left passes, but text was cut: the answer says so as a filter would
+    assert raw.headers["x-citeguard-verdict"] == "repaired"
+    assert completion.choices[0].finish_reason == "content_filter"
+    shown = (completion.model_extra or {})["citeguard"]
+    assert shown["removed_urls"] == [pages.url("/dead")]
+    assert pages.url("/dead") in shown["offending_urls"]  # the verdict of what was cut
+
+
 def test_chat_failing_annotation_cuts_its_claim(
     service: Service, upstream: FakeUpstream, pages: Pages
 ) -> None:
