@@ -68,6 +68,7 @@ from citeguard.models import (
     Severity,
     Synthesis,
     Verdict,
+    VerdictWord,
 )
 from citeguard.parse import parse_answer
 from citeguard.policy import (
@@ -149,6 +150,7 @@ __all__ = [
     "UrlProblem",
     "UsageError",
     "Verdict",
+    "VerdictWord",
     "WordOverlapEntailer",
     "__version__",
     "classify_freshness",

@@ -319,7 +319,9 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
 
     verdict = asyncio.run(go())
     if args.json:
-        out.write(verdict.model_dump_json(indent=2) + "\n")
+        # the word first (the one vocabulary: passed / rejected), then the Verdict's JSON
+        body = {"verdict": verdict.verdict_word, **verdict.model_dump(mode="json")}
+        out.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
     else:
         out.write(render_verdict(verdict, claims=args.claims))
     return EXIT_PASS if verdict.passed else EXIT_FAIL

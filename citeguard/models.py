@@ -507,6 +507,17 @@ class JudgeUsage(_Model):
     skipped: int = 0
 
 
+#: The one vocabulary for what became of an answer, the same in every path: ``citeguard
+#: serve`` (the ``x-citeguard-verdict`` header and the ``citeguard.verdict`` body field, streamed
+#: or not), ``/v1/check``, the gateways (``citeguard.verdict``), the CLI and
+#: :attr:`GuardResult.verdict_word` / :attr:`Verdict.verdict_word`. ``passed``: the answer the
+#: user gets passed as the model wrote it (after however many attempts: ``attempts`` says how
+#: many); ``repaired``: citeguard changed it (citations re-pointed, quotes corrected, failing
+#: claims removed) and the result passes; ``rejected``: it failed.
+VerdictWord = Literal["passed", "repaired", "rejected"]
+VERDICT_WORDS: tuple[VerdictWord, ...] = ("passed", "repaired", "rejected")
+
+
 class Verdict(_Model):
     """Four axes, each reported on its own — never one blended score."""
 
@@ -519,6 +530,11 @@ class Verdict(_Model):
     regime: str | None = None  # the question's freshness regime, as the freshness check saw it
     elapsed_ms: float = 0.0
     judge_usage: JudgeUsage | None = None  # the run's judge requests so far; None: no judge asked
+
+    @property
+    def verdict_word(self) -> VerdictWord:
+        """``passed`` or ``rejected`` (a check changes nothing): see :data:`VerdictWord`."""
+        return "passed" if self.passed else "rejected"
 
 
 class Repair(_Model):
@@ -585,6 +601,15 @@ class GuardResult(_Model):
     removed_urls: list[str] = Field(default_factory=list)
     # the repairs made to the answer returned (citeguard.repair)
     repairs: list[Repair] = Field(default_factory=list)
+
+    @property
+    def verdict_word(self) -> VerdictWord:
+        """What became of the answer, in the one vocabulary (:data:`VerdictWord`): a run that
+        regenerated and then passed is ``passed``; one whose answer citeguard mended or
+        stripped into a pass is ``repaired``."""
+        if not self.passed:
+            return "rejected"
+        return "repaired" if self.outcome in ("repaired", "stripped") else "passed"
 
     def to_case(
         self,

@@ -101,6 +101,7 @@ async def test_regenerates_after_a_dead_url_and_an_invented_quote(farm: Farm) ->
         result = await guard.wrap(agent)(QUESTION)
     assert isinstance(result, GuardResult)
     assert result.passed and result.outcome == "passed"
+    assert result.verdict_word == "passed"  # regenerated, then passing: as citeguard serve says
     assert len(result.attempts) == 2
     first = result.attempts[0].verdict
     assert not first.passed and not first.axes["validity"].passed
@@ -128,6 +129,7 @@ async def test_recited_excluded_url_fails_without_fetching(farm: Farm) -> None:
     async with _guard(farm, policy=_policy(max_attempts=3)) as guard:
         result = await guard.run(stubborn, QUESTION)
     assert not result.passed and result.outcome == "failed"
+    assert result.verdict_word == "rejected"
     assert len(result.attempts) == 3
     later = result.attempts[1].verdict.citations[0]
     assert later.status is CitationStatus.EXCLUDED_BY_POLICY
@@ -184,6 +186,7 @@ async def test_on_fail_strip_removes_claims_that_relied_only_on_failing_urls(far
     assert "George Eliot" in result.answer and urls["good"] in result.answer
     assert "citeguard removed 1 claim" in result.answer
     assert result.passed  # what is left stands on a good source
+    assert result.verdict_word == "repaired"  # citeguard changed it, and it passes
 
 
 async def test_never_passing_agent_is_bounded_and_keeps_every_attempt(farm: Farm) -> None:

@@ -125,6 +125,7 @@ async def test_reference_list_swap(farm: Farm) -> None:
         )
         result = await guard.run(agent, QUESTION)
     assert result.passed and result.outcome == "repaired"
+    assert result.verdict_word == "repaired"
     assert agent.calls == 1  # no second LLM call
     assert result.answer == f"{CLAIM_NOVEL} [1].\n\n[1] {urls['books']}"
     (r,) = result.repairs

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from citeguard.errors import CiteguardError, PolicyError
 from citeguard.guard import Guard
 from citeguard.loop import ON_FAIL
-from citeguard.models import Attempt, SearchRecord, Severity, Verdict
+from citeguard.models import Attempt, SearchRecord, Severity, Verdict, VerdictWord
 from citeguard.parse import parse_answer
 from citeguard.policy import Policy
 from citeguard.providers.dispatch import read_provider
@@ -179,11 +179,20 @@ class GatewayOutcome:
     def blocked(self) -> bool:
         return self.action == "block"
 
+    @property
+    def word(self) -> VerdictWord:
+        """What became of the answer, in the one vocabulary (``models.VerdictWord``): passed,
+        repaired, or rejected (blocked, or annotated and let through)."""
+        return _WORDS[self.action]
+
     def metadata(self) -> dict[str, Any]:
-        """The verdict in brief, JSON-safe: what a gateway attaches to the answer."""
+        """The verdict in brief, JSON-safe: what a gateway attaches to the answer. ``verdict``
+        is the word ``citeguard serve`` gives the same outcome; ``action`` says what the
+        gateway did with it (``pass``, ``repair``, ``annotate``, ``block``)."""
         shown = self.failed or self.verdict
         return {
-            "passed": self.verdict.passed,
+            "verdict": self.word,
+            "passed": self.word != "rejected",
             "action": self.action,
             "message": self.message,
             "failed_axes": _failed_axes(shown),
@@ -195,6 +204,14 @@ class GatewayOutcome:
             "repairs": self.repairs,
             "elapsed_ms": round(self.verdict.elapsed_ms, 1),
         }
+
+
+_WORDS: Mapping[str, VerdictWord] = {
+    "pass": "passed",
+    "repair": "repaired",
+    "annotate": "rejected",
+    "block": "rejected",
+}
 
 
 def question_of(messages: object) -> str:

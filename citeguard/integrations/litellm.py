@@ -23,15 +23,18 @@ same ``CITEGUARD_*`` variables as ``citeguard serve``.
   {"message": "citeguard blocked the answer: ... failing citations: URL (status: reason);
   ..."}}``), repaired (mended from the pages it cites, checked again, else blocked) or
   annotated, per ``on_fail`` (:mod:`citeguard.integrations.gateway`). The guardrail's name
-  joins the ``x-litellm-applied-guardrails`` header; ``x-citeguard-action`` says what happened,
-  and the response body carries the verdict in brief under ``citeguard``.
+  joins the ``x-litellm-applied-guardrails`` header; ``x-citeguard-verdict`` (``passed``,
+  ``repaired``, ``rejected``: the words ``citeguard serve`` uses) and ``x-citeguard-action``
+  (``pass``, ``repair``, ``annotate``) say what happened, and the response body carries the
+  verdict in brief under ``citeguard``.
 * **Streams** (the streaming iterator hook): chunks are held until the citations of their
   sentence are verified, as ``Guard.stream(..., mode="hold")`` does; text after a failing
-  sentence never reaches the client. At the end of the stream a failing answer is blocked (an
-  error event ends the stream), repaired (the rest of the mended answer is sent) or annotated
-  (the held text is sent; the verdict goes to the proxy's log, not the stream). Streams are
-  checked on their text: providers' stream annotations are not read. Responses API streams
-  are passed on unchecked.
+  sentence never reaches the client. At the end of the stream a failing answer is blocked
+  (the stream ends with ``finish_reason: "content_filter"``, as OpenAI ends a stream its own
+  filter cut, and the proxy logs one line), repaired (the rest of the mended answer is sent)
+  or annotated (the held text is sent; the verdict goes to the proxy's log, not the stream).
+  Streams are checked on their text: providers' stream annotations are not read. Responses
+  API streams are passed on unchecked.
 
 One Guard per configured guardrail in each proxy process (its connection pool, caches and
 extraction process), started with the proxy and closed when the proxy's event loop ends
@@ -183,6 +186,7 @@ class CiteguardGuardrail(CustomGuardrail):  # type: ignore[misc]  # litellm is u
         if isinstance(hidden, dict):
             headers = hidden.setdefault("additional_headers", {})
             if isinstance(headers, dict):
+                headers["x-citeguard-verdict"] = outcome.word
                 headers["x-citeguard-action"] = outcome.action
 
     # ------------------------------------------------------------------ streams
@@ -253,9 +257,15 @@ class CiteguardGuardrail(CustomGuardrail):  # type: ignore[misc]  # litellm is u
             outcome = GatewayOutcome(
                 "block", end.verdict, block_message(end.verdict), failed=end.verdict
             )
-        log.info("citeguard: %s: %s", self.guardrail_name, outcome.message)
         if outcome.blocked:
-            raise CitationsBlocked(outcome.message, guardrail_name=self.guardrail_name)
+            # the response is already under way: the stream ends as OpenAI ends one its own
+            # filter cut (finish_reason "content_filter"), with one line in the proxy's log
+            # (an exception here would be an ERROR with a traceback, and a bare error event)
+            log.warning("citeguard: %s blocked a stream: %s", self.guardrail_name, outcome.message)
+            for chunk in upstream.ending("content_filter", outcome.metadata()):
+                yield chunk
+            return
+        log.info("citeguard: %s: %s", self.guardrail_name, outcome.message)
         for chunk in upstream.tail():
             yield chunk
 
@@ -297,6 +307,27 @@ class _Upstream:
 
     def tail(self) -> list[Any]:
         return list(self._tail)
+
+    def ending(self, reason: str, verdict: dict[str, Any]) -> list[Any]:
+        """The tail with each finish reason set to ``reason`` and ``verdict`` under
+        ``citeguard`` on the chunk that says it (a new one when the upstream sent none)."""
+        tail, ended = self.tail(), None
+        for chunk in tail:
+            for choice in getattr(chunk, "choices", None) or []:
+                if getattr(choice, "finish_reason", None):
+                    choice.finish_reason = reason
+                    ended = chunk
+        if ended is None:
+            ended = self.chunk("")
+            ended.choices[0].delta = Delta(content=None)
+            ended.choices[0].finish_reason = reason
+            tail.insert(0, ended)
+        ended.citeguard = verdict
+        # LiteLLM serialises a plain text chunk by a fast path that knows only OpenAI's
+        # fields; a chunk with provider-specific fields gets its whole model, ``citeguard``
+        # included
+        ended.provider_specific_fields = {"citeguard": verdict}
+        return tail
 
 
 def _is_responses_api(response: Any) -> bool:

@@ -339,7 +339,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     references=req.references,
                     documents=documents,
                 )
-            outcome = "passed" if verdict.passed else "rejected"
+            outcome = verdict.verdict_word
             record.outcome, record.verdict = outcome, verdict
             metrics.observe_verdict("/v1/check", verdict, outcome, 0)
             # encoded here too: the verdict's JSON is the largest thing a request builds

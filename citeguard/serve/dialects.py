@@ -90,6 +90,17 @@ class Dialect:
         answer); citation objects of dropped URLs, or past the new text, removed."""
         raise NotImplementedError
 
+    def filtered(self, response: dict[str, Any]) -> dict[str, Any]:
+        """``response`` marked the way the API marks an answer its own content filter cut:
+        Chat ``finish_reason: "content_filter"``, Responses ``status: "incomplete"`` with
+        ``incomplete_details.reason: "content_filter"``, Anthropic ``stop_reason: "refusal"``."""
+        raise NotImplementedError
+
+    def split_end(self, data: Any) -> tuple[Any, Any] | None:
+        """An event that carries answer text *and* ends the answer, as two events (its text,
+        then its ending), so that the ending can be held back; None for any other event."""
+        return None
+
     # ---- streams
 
     def event_text(self, data: Any) -> str:
@@ -121,7 +132,8 @@ class Dialect:
     def verdict_events(
         self, event: str | None, data: Any, raw: str, verdict: Mapping[str, Any]
     ) -> list[tuple[str | None, Any]]:
-        """What to send in place of a terminal event, the verdict included."""
+        """What to send in place of a terminal event, the verdict included; when
+        ``verdict["_filtered"]``, the stream ends as :meth:`filtered` marks an answer."""
         raise NotImplementedError
 
     def rewrite_done(self, event: str | None, data: Any, released: Mapping[Any, str]) -> Any:
@@ -150,6 +162,31 @@ class ChatDialect(Dialect):
                     msg["annotations"] = _kept(msg["annotations"], drop, len(text))
         return out
 
+    def filtered(self, response: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(response)
+        for choice in out.get("choices") or []:
+            if isinstance(choice, dict):
+                choice["finish_reason"] = "content_filter"
+        return out
+
+    @staticmethod
+    def _finishes(data: Any) -> bool:
+        return isinstance(data, Mapping) and any(
+            isinstance(c, Mapping) and c.get("finish_reason") for c in data.get("choices") or []
+        )
+
+    def split_end(self, data: Any) -> tuple[Any, Any] | None:
+        if not self._finishes(data) or not self.event_text(data):
+            return None
+        text, end = copy.deepcopy(dict(data)), copy.deepcopy(dict(data))
+        for choice in text.get("choices") or []:
+            if isinstance(choice, dict):
+                choice["finish_reason"] = None
+        for choice in end.get("choices") or []:
+            if isinstance(choice, dict):
+                choice["delta"] = {}
+        return text, end
+
     def with_text(self, data: Mapping[str, Any], text: str) -> dict[str, Any]:
         out = copy.deepcopy(dict(data))
         for choice in out.get("choices") or []:
@@ -177,11 +214,19 @@ class ChatDialect(Dialect):
         return urls
 
     def is_terminal(self, event: str | None, data: Any, raw: str) -> bool:
+        # the chunk with the finish reason is held back with [DONE]: it says how the answer
+        # ended, which the verdict decides
+        return raw.strip() == "[DONE]" or (self._finishes(data) and not self.event_text(data))
+
+    def is_last(self, event: str | None, data: Any, raw: str) -> bool:
         return raw.strip() == "[DONE]"
 
     def verdict_events(
         self, event: str | None, data: Any, raw: str, verdict: Mapping[str, Any]
     ) -> list[tuple[str | None, Any]]:
+        if isinstance(data, Mapping):  # the finish chunk, or one after it (usage)
+            ends = verdict.get("_filtered") and self._finishes(data)
+            return [(event, self.filtered(dict(data)) if ends else data)]
         chunk = {
             "id": verdict.get("_id", "citeguard"),
             "object": "chat.completion.chunk",
@@ -256,6 +301,15 @@ class ResponsesDialect(Dialect):
             out["output_text"] = text
         return out
 
+    def filtered(self, response: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(response)
+        out["status"] = "incomplete"
+        out["incomplete_details"] = {"reason": "content_filter"}
+        for item in out.get("output") or []:
+            if isinstance(item, dict) and item.get("type") == "message":
+                item["status"] = "incomplete"
+        return out
+
     def text_key(self, data: Mapping[str, Any]) -> Any:
         return (data.get("item_id"), data.get("content_index", 0))
 
@@ -283,6 +337,11 @@ class ResponsesDialect(Dialect):
     ) -> list[tuple[str | None, Any]]:
         out = dict(data) if isinstance(data, Mapping) else {}
         shown = {k: v for k, v in verdict.items() if not k.startswith("_")}
+        if verdict.get("_filtered") and out.get("type") == "response.completed":
+            event = "response.incomplete"
+            out["type"] = event
+            if isinstance(out.get("response"), Mapping):
+                out["response"] = self.filtered(dict(out["response"]))
         if isinstance(out.get("response"), Mapping):
             out["response"] = {**out["response"], "citeguard": shown}
         out["citeguard"] = shown
@@ -334,8 +393,14 @@ class AnthropicDialect(Dialect):
             for b in out.get("content") or []
             if not (isinstance(b, dict) and b.get("type") == "text")
         ]
-        new = {"type": "text", "text": text}
-        out["content"] = [*blocks, new]
+        # no empty text block: the API refuses one when a client sends the message back
+        out["content"] = [*blocks, {"type": "text", "text": text}] if text else blocks
+        return out
+
+    def filtered(self, response: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(response)
+        out["stop_reason"] = "refusal"
+        out["stop_sequence"] = None
         return out
 
     def text_key(self, data: Mapping[str, Any]) -> Any:
@@ -369,7 +434,12 @@ class AnthropicDialect(Dialect):
     ) -> list[tuple[str | None, Any]]:
         if isinstance(data, Mapping) and data.get("type") == "message_delta":
             shown = {k: v for k, v in verdict.items() if not k.startswith("_")}
-            return [(event, {**data, "citeguard": shown})]
+            out = {**data, "citeguard": shown}
+            if verdict.get("_filtered"):
+                delta = data.get("delta")
+                delta = dict(delta) if isinstance(delta, Mapping) else {}
+                out["delta"] = {**delta, "stop_reason": "refusal", "stop_sequence": None}
+            return [(event, out)]
         return [(event, data)]
 
     def assemble(self, events: list[tuple[str | None, Any]]) -> dict[str, Any] | None:

@@ -32,6 +32,7 @@ from typing import Any
 from citeguard.errors import CitationRejected
 from citeguard.feedback import Feedback, render_feedback
 from citeguard.guard import Guard
+from citeguard.integrations.gateway import block_message
 from citeguard.models import GuardResult, Verdict
 from citeguard.parse import AnswerLimits, parse_answer
 from citeguard.policy import Policy
@@ -39,7 +40,7 @@ from citeguard.providers.dispatch import read_provider
 from citeguard.serve.dialects import Dialect
 from citeguard.serve.errors import ApiError
 from citeguard.serve.upstream import SseEvent, Upstream, UpstreamError, UpstreamStream, sse
-from citeguard.serve.verdicts import Outcome, outcome_of, summary
+from citeguard.serve.verdicts import Outcome, ending_of, outcome_of, summary
 from citeguard.stream import StreamHeld, StreamText, StreamVerdict
 from citeguard.web.urls import normalize_all
 
@@ -104,9 +105,19 @@ async def guarded_call(
     except CitationRejected as e:
         result, rejected = e.result, True
     outcome: Outcome = outcome_of(result)
-    record.outcome, record.attempts, record.verdict = outcome, len(calls), result.verdict
+    # a stripped answer's own verdict is its re-check, which no longer holds what failed: the
+    # verdict shown (and counted) is the attempt's it was cut from
+    cut = result.outcome == "stripped" and bool(result.removed_claims or result.removed_urls)
+    checked = result.attempts[-1].verdict if cut and result.attempts else result.verdict
+    record.outcome, record.attempts, record.verdict = outcome, len(calls), checked
+    ending = ending_of(guard.policy, outcome, cut=cut)
     shown = summary(
-        result.verdict, outcome, attempts=len(calls), message=result.message, result=result
+        checked,
+        outcome,
+        attempts=len(calls),
+        message=result.message,
+        result=result,
+        extra={"ending": ending},
     )
     headers = {"x-citeguard-verdict": outcome, "x-citeguard-attempts": str(len(calls))}
     if rejected:
@@ -118,13 +129,33 @@ async def guarded_call(
             headers=headers,
             extra={"citeguard": shown},
         )
+    drop = frozenset(result.removed_urls) | frozenset(r.before for r in result.repairs)
     chosen = next((d for text, d in reversed(calls) if text == result.answer), None)
     if chosen is None:  # repaired or stripped: the text changed
-        drop = frozenset(result.removed_urls) | frozenset(r.before for r in result.repairs)
         chosen = dialect.rewrite(calls[-1][1], result.answer, drop)
+    if ending == "content_filter":
+        chosen = await _filtered(guard.policy, dialect, chosen, result, drop)
     out = dict(chosen)
     out["citeguard"] = shown
     return 200, out, headers
+
+
+async def _filtered(
+    policy: Policy,
+    dialect: Dialect,
+    response: dict[str, Any],
+    result: GuardResult,
+    drop: frozenset[str],
+) -> dict[str, Any]:
+    """The answer as the client gets it when it fails closed: its text up to the first claim
+    with a failing citation (what ``strip`` could not remove: a provider's citation objects),
+    no failing citation object, and marked the way the API marks what its own content filter
+    cut (``Dialect.filtered``)."""
+    text = result.answer
+    if not result.passed:
+        text = text[: await _first_failing(policy, response, result.verdict, text)].rstrip()
+    drop = drop | frozenset(result.verdict.offending_urls)
+    return dialect.filtered(dialect.rewrite(response, text, drop))
 
 
 async def open_stream(
@@ -171,18 +202,26 @@ class _Relay:
     def add(self, ev: SseEvent) -> _Frame:
         raw = ev.data
         data: Any = raw if raw.strip() == "[DONE]" else ev.json()
+        split = self.dialect.split_end(data)
+        if split is not None:  # text and the answer's ending in one event: the ending held
+            frame = self._add(ev.event, split[0], "")
+            self._add(ev.event, split[1], "")
+            return frame
+        return self._add(ev.event, data, raw)
+
+    def _add(self, event: str | None, data: Any, raw: str) -> _Frame:
         d = self.dialect
-        if d.is_terminal(ev.event, data, raw):
-            frame = _Frame(ev.event, data, raw, "terminal", pos=self.length)
+        if d.is_terminal(event, data, raw):
+            frame = _Frame(event, data, raw, "terminal", pos=self.length)
         elif d.citation_urls(data):
-            frame = _Frame(ev.event, data, raw, "cite", pos=self.length)
+            frame = _Frame(event, data, raw, "cite", pos=self.length)
             if self.mode == "hold" and d.cite_before_text and self.pause_at is None:
                 self.pause_at = self.length
         else:
             text = d.event_text(data)
             kind = "text" if text else "other"
             key = d.text_key(data) if text and isinstance(data, Mapping) else None
-            frame = _Frame(ev.event, data, raw, kind, text=text, pos=self.length, key=key)
+            frame = _Frame(event, data, raw, kind, text=text, pos=self.length, key=key)
             self.length += len(text)
         self.frames.append(frame)
         return frame
@@ -303,18 +342,21 @@ def _at_boundary(text: str) -> bool:
 
 
 def _stream_error(dialect: Dialect, err: UpstreamError) -> bytes:
-    message = str(err)
+    return _error_event(dialect, err.code, str(err), "upstream_error")
+
+
+def _error_event(
+    dialect: Dialect, code: str, message: str, kind: str, extra: Mapping[str, Any] | None = None
+) -> bytes:
+    """An error event in the dialect's stream format: each SDK raises it (openai: ``APIError``;
+    anthropic: ``APIStatusError``)."""
+    more = dict(extra or {})
     if dialect.flavor == "anthropic":
-        body = {
-            "type": "error",
-            "error": {"type": "api_error", "message": message, "code": err.code},
-        }
-        return sse(body, "error")
-    body = {
-        "error": {"type": "upstream_error", "code": err.code, "message": message, "param": None}
-    }
+        error = {"type": "api_error" if kind == "upstream_error" else kind, "message": message}
+        return sse({"type": "error", "error": {**error, "code": code}, **more}, "error")
+    body = {"error": {"type": kind, "code": code, "message": message, "param": None}, **more}
     if dialect.name == "responses":
-        return sse({"type": "error", "code": err.code, "message": message, **body}, "error")
+        return sse({"type": "error", "code": code, "message": message, **body}, "error")
     return sse(body)
 
 
@@ -489,14 +531,25 @@ async def _attempt(
                 cut = await _first_failing(guard.policy, whole, verdict, text)
                 allowed = min(allowed, cut)
             relay.released = max(relay.released, allowed)
-    outcome: Outcome = ("passed" if attempt == 1 else "repaired") if passed else "rejected"
+    # the one vocabulary: a regenerated answer that passes is "passed", with its attempts
+    outcome: Outcome = verdict.verdict_word
     record.outcome, record.attempts, record.verdict = outcome, attempt, verdict
     held = relay.length - (relay.released if mode == "hold" else relay.length)
+    ends = ending_of(guard.policy, outcome)
     shown = summary(
         verdict,
         outcome,
         attempts=attempt,
         message="" if passed else "the answer failed the citation guard",
-        extra={"mode": mode, "held_chars": max(held, 0)},
+        extra={"mode": mode, "held_chars": max(held, 0), "ending": ends},
     )
-    yield b"".join(relay.finish({**shown, **{f"_{k}": v for k, v in meta.items()}}))
+    if ends == "error":
+        # on_fail="raise": the stream ends with an error event the SDKs raise
+        message = block_message(verdict, head="every answer failed the citation guard")
+        error = _error_event(
+            dialect, "citation_rejected", message, "citation_rejected", {"citeguard": shown}
+        )
+        yield b"".join([*relay.pump(final=True), error])
+        return
+    filtered = {"_filtered": ends == "content_filter"}
+    yield b"".join(relay.finish({**shown, **{f"_{k}": v for k, v in meta.items()}, **filtered}))

@@ -20,11 +20,28 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from citeguard.errors import PolicyError
 from citeguard.policy import Policy
 
-__all__ = ["ENV_PREFIX", "Settings", "key_id", "load_policy", "read_secret_lines"]
+__all__ = [
+    "ENV_PREFIX",
+    "SERVE_ON_FAIL",
+    "Settings",
+    "key_id",
+    "load_policy",
+    "read_secret_lines",
+    "service_policy",
+]
 
 ENV_PREFIX = "CITEGUARD_"
 DEFAULT_PORT = 8787
 DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
+#: the service fails closed: when no attempt passes, the failing claims are cut and the answer
+#: is marked as the API marks what its own content filter cut (docs/serve.md, "When every
+#: attempt fails"); a policy that names ``on_fail`` (``return``: the old way) keeps its own
+SERVE_ON_FAIL = "strip"
+
+
+def service_policy() -> Policy:
+    """The service's default Policy: the library's, failing closed (``SERVE_ON_FAIL``)."""
+    return Policy(on_fail=SERVE_ON_FAIL)
 
 
 class Settings(BaseModel):
@@ -34,7 +51,7 @@ class Settings(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
-    policy: Policy = Field(default_factory=Policy)
+    policy: Policy = Field(default_factory=service_policy)
     # an OpenAI- or Anthropic-compatible API root, e.g. https://api.openai.com (the /v1/... path
     # of each route is appended); None: the proxy routes answer 503, /v1/check still works
     upstream: str | None = None
@@ -102,7 +119,8 @@ def read_secret_lines(path: str | os.PathLike[str]) -> list[str]:
 
 
 def load_policy(path: str | os.PathLike[str]) -> Policy:
-    """A Policy from a JSON file (keys left out keep their defaults)."""
+    """A Policy from a JSON file (keys left out keep their defaults; ``on_fail`` left out is
+    the service's, ``SERVE_ON_FAIL``)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
@@ -111,7 +129,7 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
         raise PolicyError(f"the policy {path} is not JSON: {e}") from None
     if not isinstance(data, Mapping):
         raise PolicyError(f"the policy {path} must be a JSON object")
-    return Policy.model_validate(data)
+    return Policy.model_validate({"on_fail": SERVE_ON_FAIL, **data})
 
 
 def settings_from(values: Mapping[str, object]) -> Settings:

@@ -4,24 +4,42 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from citeguard.models import GuardResult, Verdict
+from citeguard.models import GuardResult, Verdict, VerdictWord
+from citeguard.policy import Policy
 
-__all__ = ["Outcome", "outcome_of", "summary", "verdict_json"]
+__all__ = ["Ending", "Outcome", "ending_of", "outcome_of", "summary", "verdict_json"]
 
-Outcome = Literal["passed", "repaired", "rejected"]
+#: ``x-citeguard-verdict`` and ``citeguard.verdict``: the one vocabulary (models.VerdictWord)
+Outcome = VerdictWord
+#: how the answer ends for the client: as the upstream ended it (``stop``), marked the way the
+#: API marks what its own content filter cut (``content_filter``: Chat ``finish_reason``,
+#: Responses ``status: incomplete``, Anthropic ``stop_reason: refusal``), or an error the SDKs
+#: raise (``error``)
+Ending = Literal["stop", "content_filter", "error"]
 
 
 def outcome_of(result: GuardResult) -> Outcome:
     """``x-citeguard-verdict``: passed, repaired (mended or stripped, and now passing), or
     rejected."""
-    if not result.passed:
-        return "rejected"
-    return "passed" if result.outcome == "passed" else "repaired"
+    return result.verdict_word
+
+
+def ending_of(policy: Policy, outcome: Outcome, *, cut: bool = False) -> Ending:
+    """How an answer ends for the client: a rejected one fails closed unless the policy's
+    ``on_fail`` opts out (``return``, ``report``: the upstream's own ending, the old way);
+    ``raise`` is an error; a passing one whose claims citeguard removed (``cut``) is marked
+    as filtered too."""
+    if outcome == "rejected":
+        if policy.on_fail == "raise":
+            return "error"
+        return "content_filter" if policy.on_fail == "strip" else "stop"
+    return "content_filter" if cut else "stop"
 
 
 def verdict_json(verdict: Verdict) -> dict[str, Any]:
-    """The verdict as JSON: the four axes, each citation, each claim."""
-    return verdict.model_dump(mode="json")
+    """The verdict as JSON: its word (``verdict``: passed or rejected, the one vocabulary),
+    the four axes, each citation, each claim."""
+    return {"verdict": verdict.verdict_word, **verdict.model_dump(mode="json")}
 
 
 def summary(
@@ -35,14 +53,12 @@ def summary(
 ) -> dict[str, Any]:
     """The ``citeguard`` object: the outcome, attempts, and the verdict in full."""
     out: dict[str, Any] = {
-        "verdict": outcome,
-        "passed": outcome != "rejected",
+        **verdict_json(verdict),
         "attempts": attempts,
         "message": message,
-        **verdict_json(verdict),
     }
-    # verdict_json's own "passed" is the checked answer's: the outcome decides the top level
-    out["passed"] = outcome != "rejected"
+    # verdict_json's own word and "passed" are the checked answer's: the outcome decides
+    out["verdict"], out["passed"] = outcome, outcome != "rejected"
     if result is not None:
         out["outcome"] = result.outcome
         out["removed_urls"] = list(result.removed_urls)

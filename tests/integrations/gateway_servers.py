@@ -331,12 +331,22 @@ class LiteLLMProxy:
     """``litellm --config CONFIG --port 0`` from the LiteLLM environment, started and stopped
     by the test; ``url`` once it answers its liveness probe; ``key``: its master key."""
 
-    def __init__(self, python: Path, config: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        python: Path,
+        config: Path,
+        env: Mapping[str, str] | None = None,
+        *,
+        master_key: str | None = None,
+    ) -> None:
+        """``master_key``: the one ``config``'s ``general_settings`` names (none is then put in
+        the environment); else a new one, in ``LITELLM_MASTER_KEY``."""
         self.python = python
         self.config = config
         self.env = dict(env or {})
         self.url = ""
-        self.key = "sk-" + secrets.token_hex(24)
+        self.key = master_key or "sk-" + secrets.token_hex(24)
+        self._key_in_env = master_key is None
         self.proc: subprocess.Popen[str] | None = None
         self.log = config.with_suffix(".log")
 
@@ -348,9 +358,13 @@ class LiteLLMProxy:
             "PYTHONUNBUFFERED": "1",
             **self.env,
         }
-        for key in ("DATABASE_URL", "OPENAI_API_KEY", "VIRTUAL_ENV"):
+        for key in ("DATABASE_URL", "OPENAI_API_KEY", "VIRTUAL_ENV", "LITELLM_MASTER_KEY"):
             env.pop(key, None)
-        env["LITELLM_MASTER_KEY"] = self.key  # the proxy refuses to start without one
+        if self._key_in_env:
+            env["LITELLM_MASTER_KEY"] = self.key  # the proxy refuses to start without one
+        # the citeguard of this checkout, whichever one the LiteLLM environment installed
+        here = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
         cli = self.python.parent / "litellm"
         with self.log.open("w") as out:
             self.proc = subprocess.Popen(

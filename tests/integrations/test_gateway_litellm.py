@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.integrations.gateway_servers import (
     QUESTION,
@@ -239,40 +240,36 @@ def test_a_good_stream_arrives_whole(client: Any, servers: Servers) -> None:
     assert chunks[-1].choices[0].finish_reason == "stop"
 
 
-def test_a_stream_with_a_dead_citation_is_held_then_blocked(client: Any) -> None:
-    received: list[str] = []
-    with pytest.raises(openai.APIError) as info:
-        for chunk in client.chat.completions.create(
-            model="dead",
-            messages=[{"role": "user", "content": QUESTION}],
-            extra_body={"guardrails": ["citeguard"]},
-            stream=True,
-        ):
-            if chunk.choices:
-                received.append(chunk.choices[0].delta.content or "")
-    # the failing first sentence was held: nothing of the answer reached the client
-    assert "".join(received) == ""
-    assert "citeguard blocked the answer" in str(info.value)
+def _ending(chunks: list[Any]) -> tuple[list[str], dict[str, Any]]:
+    """A stream's finish reasons, and the verdict on the chunk that ended it."""
+    ends = [c for c in chunks if c.choices and c.choices[0].finish_reason]
+    reasons = [c.choices[0].finish_reason for c in ends]
+    return reasons, (ends[-1].model_extra or {}).get("citeguard", {}) if ends else {}
+
+
+def test_a_stream_with_a_dead_citation_is_held_then_blocked(client: Any, servers: Servers) -> None:
+    text, chunks = _stream(client, "dead", ["citeguard"])
+    # the failing first sentence was held: nothing of the answer reached the client, and the
+    # stream ends as one OpenAI's own filter cut, the verdict on its last chunk
+    assert text == ""
+    reasons, verdict = _ending(chunks)
+    assert reasons == ["content_filter"]
+    assert verdict["verdict"] == "rejected" and verdict["action"] == "block"
+    assert verdict["message"].startswith("citeguard blocked the answer")
+    assert any(u.startswith(f"{servers.site}/gone") for u in verdict["offending_urls"])
 
 
 def test_a_stream_releases_the_verified_sentence_before_blocking(
     client: Any, servers: Servers
 ) -> None:
-    received: list[str] = []
-    with pytest.raises(openai.APIError) as info:
-        for chunk in client.chat.completions.create(
-            model="dead_second",
-            messages=[{"role": "user", "content": QUESTION}],
-            extra_body={"guardrails": ["citeguard"]},
-            stream=True,
-        ):
-            if chunk.choices:
-                received.append(chunk.choices[0].delta.content or "")
+    text, chunks = _stream(client, "dead_second", ["citeguard"])
     first = answers(servers.site)["dead_second"].split(". ")[0]
     # the first sentence's citation passed, so it was sent; the second was held, then blocked
-    assert "".join(received).startswith(first) and "/gone" not in "".join(received)
-    assert "made of wrought iron" not in "".join(received)
-    assert _gone(servers) in str(info.value)
+    assert text.startswith(first) and "/gone" not in text
+    assert "made of wrought iron" not in text
+    reasons, verdict = _ending(chunks)
+    assert reasons == ["content_filter"]
+    assert any(u.startswith(f"{servers.site}/gone") for u in verdict["offending_urls"])
 
 
 def test_an_annotated_stream_sends_the_held_text_at_its_end(client: Any, servers: Servers) -> None:
@@ -386,3 +383,67 @@ def test_default_on_guards_every_request_and_closes_with_the_proxy(
         assert p.stop(signal.SIGINT) == 0  # Ctrl-C: the event loop ends, the Guard closes
     assert "guardrail citeguard closed its Guard" in p.output()
     assert json.loads(config.read_text())["guardrails"][0]["litellm_params"]["default_on"]
+
+
+# --------------------------------------------------------------------------------------------
+# The setup docs/gateways.md gives, started as written
+# --------------------------------------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "gateways.md"
+
+
+def _documented_config() -> dict[str, Any]:
+    """The first ``config.yaml`` of docs/gateways.md's section on the guardrail class."""
+    section = DOCS.read_text().split("## LiteLLM: the guardrail class", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    config: dict[str, Any] = yaml.safe_load(block)
+    return config
+
+
+def test_the_documented_config_starts_and_logs_a_blocked_stream_as_one_line(
+    servers: Servers, policy_file: Path, tmp_path: Path
+) -> None:
+    python = require_litellm()
+    config = _documented_config()
+    key = config["general_settings"]["master_key"]  # no LITELLM_MASTER_KEY: the config's own
+    # what a reader changes: the model routes (here to the loopback upstream), the policy
+    # file; the optional Redis left out
+    params = config["model_list"][0]["litellm_params"]
+    config["model_list"] = [
+        {
+            "model_name": m,
+            "litellm_params": {
+                **params,
+                "model": f"openai/{m}",
+                "api_base": f"{servers.upstream}/v1",
+                "api_key": "sk-upstream",
+            },
+        }
+        for m in ("good", "dead")
+    ]
+    guardrail = config["guardrails"][0]["litellm_params"]
+    guardrail["policy"] = str(policy_file)
+    del guardrail["redis"]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with LiteLLMProxy(python, path, master_key=key) as p:
+        c = openai.OpenAI(base_url=f"{p.url}/v1", api_key=key, max_retries=0, timeout=60)
+        text, chunks = _stream(c, "good", [])
+        assert text == answers(servers.site)["good"] and _ending(chunks)[0] == ["stop"]
+        before = len(p.output())
+        text, chunks = _stream(c, "dead", [])
+        reasons, verdict = _ending(chunks)
+        assert text == "" and reasons == ["content_filter"]  # never an ordinary stop
+        assert verdict["verdict"] == "rejected"
+        # the SDK's stream helper has no final completion to give: it raises
+        messages = [{"role": "user", "content": QUESTION}]
+        with (
+            c.chat.completions.stream(model="dead", messages=messages) as stream,  # type: ignore[arg-type]
+            pytest.raises(openai.ContentFilterFinishReasonError),
+        ):
+            stream.get_final_completion()
+        log = p.output()[before:]
+    assert "Traceback" not in log
+    blocked = [line for line in log.splitlines() if "citeguard blocked a stream" in line]
+    assert len(blocked) == 2, log[-4000:]  # one line per blocked stream
+    assert all(_gone(servers) in line or "/gone" in line for line in blocked)

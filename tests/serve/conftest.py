@@ -54,3 +54,12 @@ def raising_service(upstream_server: FakeUpstream) -> Iterator[Service]:
     )
     yield s
     s.close()
+
+
+@pytest.fixture(scope="session")
+def returning_service(upstream_server: FakeUpstream) -> Iterator[Service]:
+    """on_fail="return", the explicit opt-in: a rejected answer comes back as the upstream
+    ended it, only the verdict saying it failed."""
+    s = Service(make_settings(upstream_server, policy=serve_policy().replace(on_fail="return")))
+    yield s
+    s.close()

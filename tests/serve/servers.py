@@ -6,7 +6,9 @@
   call, the last repeated), ``citations`` (citation objects instead of links in the text) and
   ``behaviour`` (``"ok"``, ``"slow"`` (2 s), ``"hang"``, ``"500"``, ``"broken_sse"``,
   ``"close_mid"``, ``"hang_mid"``, ``"no_annotation_events"``: a Responses stream whose
-  annotations are only in ``response.completed``, as some gateways send it). Every request body
+  annotations are only in ``response.completed``, as some gateways send it;
+  ``"text_with_finish"``: a Chat stream whose last text comes in the chunk with the finish
+  reason). Every request body
   it got is in ``requests``;
 * :class:`Service`: ``citeguard serve``'s app under uvicorn (in-process) on a free port.
 """
@@ -27,6 +29,7 @@ from aiohttp import web
 from citeguard.policy import Policy
 from citeguard.serve import Settings, create_app
 from citeguard.serve.main import listen
+from citeguard.serve.settings import SERVE_ON_FAIL
 
 GOOD_TEXT = (
     "The Eiffel Tower is 330 metres tall and stands on the Champ de Mars in Paris. "
@@ -40,8 +43,10 @@ OTHER_TEXT = (
 
 
 def serve_policy() -> Policy:
-    """Loopback pages allowed; the validity axis only (the pages are undated, one domain)."""
+    """Loopback pages allowed; the validity axis only (the pages are undated, one domain); the
+    service's own ``on_fail`` (it fails closed)."""
     return Policy.for_tests().replace(
+        on_fail=SERVE_ON_FAIL,
         entailment={"backend": "word_overlap"},
         diversity={"enabled": False},
         freshness={"enabled": False},
@@ -262,9 +267,14 @@ class FakeUpstream:
             events.append(
                 (None, {**chunk, "choices": [{"index": 0, "delta": {"annotations": annotations}}]})
             )
-        events.append(
-            (None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-        )
+        ending = {"index": 0, "delta": {}, "finish_reason": "stop"}
+        if self.behaviour == "text_with_finish":  # the last text and the finish in one chunk
+            last = events.pop()
+            if isinstance(last[1], dict) and last[1]["choices"][0].get("delta", {}).get("content"):
+                ending["delta"] = last[1]["choices"][0]["delta"]
+            else:
+                events.append(last)
+        events.append((None, {**chunk, "choices": [ending]}))
         events.append((None, "[DONE]"))
         return await self._sse(request, events)
 

@@ -1,5 +1,6 @@
 """The ``openai`` npm package under Node pointed at the service: a guarded answer, a stream read
-by the SDK's own reader, and the 422 a rejected answer becomes."""
+by the SDK's own reader, a failing answer's ``content_filter`` ending, and the 422 a rejected
+answer becomes with ``on_fail: raise``."""
 
 from __future__ import annotations
 
@@ -26,12 +27,16 @@ const messages = [{ role: "user", content: "How tall is the Eiffel Tower?" }];
   const { data, response } = await client.chat.completions
     .create({ model: "m", messages }).withResponse();
   out.text = data.choices[0].message.content;
+  out.finish = data.choices[0].finish_reason;
   out.verdict = response.headers.get("x-citeguard-verdict");
   out.citeguard = data.citeguard.verdict;
   const stream = await client.chat.completions.create({ model: "m", messages, stream: true });
   out.streamed = "";
   for await (const chunk of stream) {
-    for (const c of chunk.choices) out.streamed += c.delta.content || "";
+    for (const c of chunk.choices) {
+      out.streamed += c.delta.content || "";
+      if (c.finish_reason) out.stream_finish = c.finish_reason;
+    }
     if (chunk.citeguard) out.stream_verdict = chunk.citeguard.verdict;
   }
   if (process.argv[4] === "raise") {
@@ -87,11 +92,23 @@ def test_node_openai_sdk(
     out = _run(node_openai, service)
     assert out == {
         "text": good(pages),
+        "finish": "stop",
         "verdict": "passed",
         "citeguard": "passed",
         "streamed": good(pages),
+        "stream_finish": "stop",
         "stream_verdict": "passed",
     }
+
+
+def test_node_openai_sdk_failing_answer_is_content_filtered(
+    node_openai: Path, service: Service, upstream: FakeUpstream, pages: Pages
+) -> None:
+    upstream.script(dead(pages))
+    out = _run(node_openai, service)
+    assert out["finish"] == out["stream_finish"] == "content_filter"
+    assert out["verdict"] == out["citeguard"] == out["stream_verdict"] == "rejected"
+    assert "/dead" not in str(out["text"]) and "/dead" not in str(out["streamed"])
 
 
 def test_node_openai_sdk_rejected(

@@ -9,7 +9,7 @@ import pytest
 
 from serve.answers import AFTER, ANNOTATED, annotated, dead, good, misquoted
 from serve.servers import KEY, FakeUpstream, Pages, Service
-from serve.streams import chat_stream
+from serve.streams import chat_stream, responses_stream
 
 
 def _client(service: Service) -> openai.OpenAI:
@@ -142,12 +142,10 @@ def test_responses_stream_hold_rewrites_done_events(
     service: Service, upstream: FakeUpstream, pages: Pages
 ) -> None:
     upstream.script(dead(pages))
-    with _client(service).responses.stream(model="m", input="How tall?") as stream:
-        deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
-        final = stream.get_final_response()
-    assert "/dead" not in "".join(deltas)
-    assert "/dead" not in final.output_text  # the completed response holds only what was sent
-    assert (final.model_extra or {})["citeguard"]["verdict"] == "rejected"
+    sent, last = responses_stream(_client(service))
+    assert "/dead" not in sent
+    assert "/dead" not in last.response.output_text  # the last response holds only what was sent
+    assert (last.response.model_extra or {})["citeguard"]["verdict"] == "rejected"
 
 
 # --------------------------------------------------------------------------------------------
@@ -156,10 +154,8 @@ def test_responses_stream_hold_rewrites_done_events(
 
 
 def _responses_stream(client: openai.OpenAI) -> tuple[str, str, dict[str, object]]:
-    with client.responses.stream(model="m", input="How tall?") as stream:
-        deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
-        final = stream.get_final_response()
-    return "".join(deltas), final.output_text, (final.model_extra or {})["citeguard"]
+    sent, last = responses_stream(client)
+    return sent, last.response.output_text, (last.response.model_extra or {})["citeguard"]
 
 
 @pytest.mark.parametrize("path", ["/dead", "/other"])  # 404; a page that does not hold it

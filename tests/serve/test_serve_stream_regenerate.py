@@ -27,7 +27,7 @@ def test_chat_stream_failing_first_sentence_is_regenerated(
     upstream.script(dead(pages), good(pages))
     text, verdict = chat_stream(_openai(service))
     assert text == good(pages)  # the first attempt never reached the client
-    assert verdict["verdict"] == "repaired" and verdict["passed"] is True
+    assert verdict["verdict"] == "passed" and verdict["passed"] is True  # as non-streamed
     assert verdict["attempts"] == 2
     assert len(upstream.requests) == 2
     retry = upstream.requests[1]["messages"]
@@ -46,7 +46,7 @@ def test_responses_stream_is_regenerated_with_one_preamble(
     assert deltas == good(pages)
     assert final.output_text == good(pages)
     assert [e.type for e in events].count("response.created") == 1
-    assert (final.model_extra or {})["citeguard"]["verdict"] == "repaired"
+    assert (final.model_extra or {})["citeguard"]["verdict"] == "passed"  # attempts 2
     assert pages.url("/dead") in str(upstream.requests[1]["input"][-1]["content"])
 
 
