@@ -897,7 +897,11 @@ class _Session:
             # (late_citations): the verdict decides
             if s.passed is None:
                 report = verdict.claims[i] if i < len(verdict.claims) else None
-                bad = [ch.url for ch in report.checks if ch.url in offending] if report else []
+                bad = (
+                    [ch.url for ch in report.checks if ch.url in offending or ch.failure]
+                    if report
+                    else []
+                )
                 s.passed, s.failing = not bad, bad
                 s.reason = "; ".join(f"{u}: failed in the verdict" for u in bad)
             if not s.passed:

@@ -267,7 +267,8 @@ async def _first_failing(
     policy: Policy, whole: Mapping[str, Any], verdict: Verdict, text: str
 ) -> int:
     """Where, in the streamed ``text``, the first claim of the whole answer's failed ``verdict``
-    that has an offending citation begins (a citation no claim holds: where it stands); 0 when
+    that has a failing citation (an offending URL, or its own pair's failure) begins (a
+    citation no claim holds: where it stands); 0 when
     the answer's text is not the streamed text; ``len(text)`` when nothing is placed."""
     parse = functools.partial(
         parse_answer,
@@ -283,8 +284,10 @@ async def _first_failing(
     bad = normalize_all(verdict.offending_urls)
     starts = {c.index: c.start for c in parsed.claims}
     cut = len(text)
-    for report in verdict.claims:  # the per-claim view: a claim any of whose citations offends
-        if any(u in bad for u in normalize_all(ch.url for ch in report.checks)):
+    for report in verdict.claims:  # the per-claim view: a claim any of whose citations fails
+        if any(ch.failure for ch in report.checks) or any(
+            u in bad for u in normalize_all(ch.url for ch in report.checks)
+        ):
             cut = min(cut, starts.get(report.index, 0))
     claimed = {i for c in parsed.claims for i in c.citation_indices}
     for i, cit in enumerate(parsed.citations):

@@ -1,0 +1,74 @@
+"""What a run's exclusions stand for: exclusion is context on an attempt, not a citation status.
+
+A guarded run excludes, in each new attempt, the offending URLs of the attempts before it. An
+excluded URL the answer cites again is not fetched again, and it keeps the status and reason of
+its failure (a 404 stays ``not_found``, with its reason and HTTP status; the report says
+``excluded``), in the verdict returned and in what counts it (serve's ``/metrics``). Only a URL
+the caller excluded (``exclude_urls`` it passed) is ``excluded_by_policy``. A URL excluded for
+what one of its claims said (no claim it backs passed) or for another axis (freshness,
+diversity) is checked again on its merits when cited again: the new answer's claims are new.
+
+The failures of one run live in a :class:`contextvars.ContextVar` (as the run's searches do,
+:mod:`citeguard.recording`): each run sees its own, and a replayed run the same ones in the
+same order, so replays stay byte-identical.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from citeguard.models import CitationReport, Verdict
+from citeguard.web.urls import normalize_all
+
+__all__ = ["carried_failures", "exclusion_run", "remember_failures"]
+
+# normalised URL → the report of its failure (a failure of the URL itself: carried to later
+# attempts), or None (excluded for a claim's failure or another axis: checked again)
+_Failures = dict[str, CitationReport | None]
+
+_RUN_FAILURES: contextvars.ContextVar[_Failures | None] = contextvars.ContextVar(
+    "citeguard_run_failures", default=None
+)
+
+
+@contextmanager
+def exclusion_run() -> Iterator[None]:
+    """Remember, inside this block (one guarded run), why each excluded URL was excluded."""
+    token = _RUN_FAILURES.set({})
+    try:
+        yield
+    finally:
+        _RUN_FAILURES.reset(token)
+
+
+def carried_failures(
+    excluded: frozenset[str],
+) -> tuple[frozenset[str], Mapping[str, CitationReport]]:
+    """(the URLs to leave unfetched, the earlier failure of each one the run excluded) for the
+    normalised ``excluded`` URLs of an attempt: a URL this run excluded for a claim's failure
+    or another axis is checked again (left out of the first); the rest are the caller's."""
+    failures = _RUN_FAILURES.get()
+    if not failures or not excluded:
+        return excluded, {}
+    skip = frozenset(u for u in excluded if u not in failures or failures[u] is not None)
+    return skip, {u: r for u in skip if (r := failures.get(u)) is not None}
+
+
+def remember_failures(verdict: Verdict) -> None:
+    """Note why each of ``verdict``'s offending URLs fails, for the run's later attempts (a
+    no-op outside a run)."""
+    failures = _RUN_FAILURES.get()
+    if failures is None or not verdict.offending_urls:
+        return
+    offending = set(verdict.offending_urls) | normalize_all(verdict.offending_urls)
+    for c in verdict.citations:
+        key = c.normalized_url or c.url
+        if key not in offending and c.url not in offending:
+            continue
+        if c.failure == "url":
+            if failures.get(key) is None:
+                failures[key] = c
+        else:
+            failures.setdefault(key, None)
