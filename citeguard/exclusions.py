@@ -16,54 +16,97 @@ same order, so replays stay byte-identical.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
 from citeguard.models import CitationReport, Verdict
 from citeguard.web.urls import normalize_all
 
-__all__ = ["carried_failures", "exclusion_run", "remember_failures"]
+__all__ = [
+    "Failures",
+    "carried_failures",
+    "current_failures",
+    "excluded_for",
+    "exclusion_run",
+    "remember",
+    "remember_failures",
+    "split_excluded",
+]
 
 # normalised URL → the report of its failure (a failure of the URL itself: carried to later
 # attempts), or None (excluded for a claim's failure or another axis: checked again)
-_Failures = dict[str, CitationReport | None]
+Failures = dict[str, CitationReport | None]
 
-_RUN_FAILURES: contextvars.ContextVar[_Failures | None] = contextvars.ContextVar(
+_RUN_FAILURES: contextvars.ContextVar[Failures | None] = contextvars.ContextVar(
     "citeguard_run_failures", default=None
 )
 
 
 @contextmanager
-def exclusion_run() -> Iterator[None]:
-    """Remember, inside this block (one guarded run), why each excluded URL was excluded."""
-    token = _RUN_FAILURES.set({})
+def exclusion_run(failures: Failures | None = None) -> Iterator[Failures]:
+    """Remember, inside this block (one guarded run), why each excluded URL was excluded: in
+    ``failures`` when given (a run whose attempts do not share one context: serve's streams),
+    else in a new record."""
+    run: Failures = {} if failures is None else failures
+    token = _RUN_FAILURES.set(run)
     try:
-        yield
+        yield run
     finally:
         _RUN_FAILURES.reset(token)
+
+
+def current_failures() -> Failures | None:
+    """The current run's record (None outside a run)."""
+    return _RUN_FAILURES.get()
 
 
 def carried_failures(
     excluded: frozenset[str],
 ) -> tuple[frozenset[str], Mapping[str, CitationReport]]:
+    """:func:`split_excluded` over the current run's record."""
+    return split_excluded(excluded, _RUN_FAILURES.get())
+
+
+def split_excluded(
+    excluded: frozenset[str], failures: Failures | None
+) -> tuple[frozenset[str], Mapping[str, CitationReport]]:
     """(the URLs to leave unfetched, the earlier failure of each one the run excluded) for the
     normalised ``excluded`` URLs of an attempt: a URL this run excluded for a claim's failure
     or another axis is checked again (left out of the first); the rest are the caller's."""
-    failures = _RUN_FAILURES.get()
     if not failures or not excluded:
         return excluded, {}
     skip = frozenset(u for u in excluded if u not in failures or failures[u] is not None)
     return skip, {u: r for u in skip if (r := failures.get(u)) is not None}
 
 
+def excluded_for(urls: Collection[str], failures: Failures) -> frozenset[str]:
+    """Which of a failed attempt's ``urls`` the next attempt excludes: all but those the record
+    says failed for a claim only (the page may back the next answer's claims)."""
+    out: set[str] = set()
+    for u in urls:
+        key = next(iter(normalize_all([u])), u)
+        if key not in failures or failures[key] is not None:
+            out.add(u)
+    return frozenset(out)
+
+
 def remember_failures(verdict: Verdict) -> None:
     """Note why each of ``verdict``'s offending URLs fails, for the run's later attempts (a
     no-op outside a run)."""
-    failures = _RUN_FAILURES.get()
-    if failures is None or not verdict.offending_urls:
+    remember(_RUN_FAILURES.get(), verdict.citations, verdict.offending_urls)
+
+
+def remember(
+    failures: Failures | None,
+    citations: Sequence[CitationReport],
+    offending_urls: Collection[str],
+) -> None:
+    """Note in ``failures`` why each offending URL of these ``citations`` fails (nothing when
+    ``failures`` is None)."""
+    if failures is None or not offending_urls:
         return
-    offending = set(verdict.offending_urls) | normalize_all(verdict.offending_urls)
-    for c in verdict.citations:
+    offending = set(offending_urls) | normalize_all(offending_urls)
+    for c in citations:
         key = c.normalized_url or c.url
         if key not in offending and c.url not in offending:
             continue
