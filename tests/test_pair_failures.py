@@ -185,3 +185,18 @@ async def test_the_spans_say_which_failed(farm: Farm) -> None:
         f"claim 2: {page} [pair: not_entailed]",
         f"claim 3: {dead} [url: not_found]",
     )
+
+
+async def test_one_pages_pair_findings_are_capped(farm: Farm) -> None:
+    page = farm.add("books.example.com", "/middlemarch", body=ELIOT)
+    bad = " ".join(f"Middlemarch sold {n} copies in 1901 [1]." for n in range(1, 26))
+    text = f"{SUPPORTED} [1]. {bad}\n\n[1] {page}\n"
+    async with _guard(farm, entailer=_ByClaim("1901")) as guard:
+        verdict = await guard.check(text, question=QUESTION)
+    assert not verdict.passed and verdict.offending_urls == frozenset()
+    on_page = [f for f in verdict.axes["validity"].findings if f.url == page]
+    assert [f.claim_index for f in on_page[:20]] == list(range(1, 21))
+    (rest,) = on_page[20:]
+    assert rest.details["more"] == 5 and "5 more claim(s)" in rest.message
+    # the per-claim view still names every failing claim
+    assert sum(1 for c in verdict.claims if c.checks[0].failure == "pair") == 25

@@ -12,19 +12,40 @@ supports the other claims citing it stays citable (:data:`~citeguard.models.Fail
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from typing import Protocol
 
 from citeguard.models import (
     CitationStatus,
+    Claim,
     ClaimReport,
     FailureKind,
     Finding,
     Severity,
 )
 
-__all__ = ["excludes", "mark_failures", "pair_finding"]
+__all__ = ["FailingPair", "excludes", "mark_failures", "pair_finding", "pair_findings"]
 
 # a claim's words quoted in a finding, at most
 _CLAIM_CHARS = 120
+# findings of one URL's failing pairs, at most (one more counts the rest): a hostile answer may
+# hold 100,000 claims citing one page
+MAX_PAIR_FINDINGS = 20
+
+
+class FailingPair(Protocol):
+    """What a finding needs of a failing (claim, URL) pair."""
+
+    @property
+    def claim(self) -> Claim: ...
+
+    @property
+    def claim_text(self) -> str: ...
+
+    @property
+    def status(self) -> CitationStatus: ...
+
+    @property
+    def reason(self) -> str: ...
 
 
 def excludes(kind: FailureKind, url: str, backed: Collection[str]) -> bool:
@@ -66,6 +87,35 @@ def pair_finding(
             "excluded": excluded,
         },
     )
+
+
+def pair_findings(url: str, pairs: Sequence[FailingPair], *, excluded: bool) -> list[Finding]:
+    """The findings of ``url``'s failing pairs, one per claim up to :data:`MAX_PAIR_FINDINGS`,
+    then one that counts the rest."""
+    out = [
+        pair_finding(
+            url=url,
+            claim_index=p.claim.index,
+            claim_text=p.claim_text,
+            status=p.status,
+            reason=p.reason,
+            excluded=excluded,
+        )
+        for p in pairs[:MAX_PAIR_FINDINGS]
+    ]
+    rest = len(pairs) - MAX_PAIR_FINDINGS
+    if rest > 0:
+        out.append(
+            Finding(
+                code=pairs[MAX_PAIR_FINDINGS].status.value,
+                message=f"{url}: {rest} more claim(s) citing this page fail on it",
+                severity=Severity.ERROR,
+                axis="validity",
+                url=url,
+                details={"failure": "pair", "excluded": excluded, "more": rest},
+            )
+        )
+    return out
 
 
 def mark_failures(

@@ -25,7 +25,7 @@ from citeguard.checks.entail import (
     evidence_windows,
     score_requests,
 )
-from citeguard.checks.failures import excludes, mark_failures, pair_finding
+from citeguard.checks.failures import excludes, mark_failures, pair_findings
 from citeguard.checks.freshness import find_caveat
 from citeguard.checks.minilm import LOCAL_MODEL_HINT
 from citeguard.checks.passage import (
@@ -1002,17 +1002,7 @@ def _roll_up(
             kinds[key] = kind
         if fails and kind == "pair":
             excluded_here = excludes(kind, key, backed)
-            findings.extend(
-                pair_finding(
-                    url=raw_url[key],
-                    claim_index=p.claim.index,
-                    claim_text=p.claim_text,
-                    status=p.status,
-                    reason=p.reason,
-                    excluded=excluded_here,
-                )
-                for p in url_fails
-            )
+            findings.extend(pair_findings(raw_url[key], url_fails, excluded=excluded_here))
             if excluded_here:
                 offenders.add(key)
             continue
