@@ -18,6 +18,9 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from typing import Any
+
+from pydantic import ValidationError
 
 from citeguard.models import CitationReport, Verdict
 from citeguard.web.urls import normalize_all
@@ -28,6 +31,7 @@ __all__ = [
     "current_failures",
     "excluded_for",
     "exclusion_run",
+    "logged_failures",
     "remember",
     "remember_failures",
     "split_excluded",
@@ -88,6 +92,28 @@ def excluded_for(urls: Collection[str], failures: Failures) -> frozenset[str]:
         if key not in failures or failures[key] is not None:
             out.add(u)
     return frozenset(out)
+
+
+def logged_failures(citations: Any, excluded: Collection[str]) -> Failures:
+    """The record a logged attempt was checked with, read back from its verdict's citations
+    (JSON): an ``excluded`` URL reported with its own earlier failure keeps it; one checked
+    again stays checked; the rest were the caller's (``citeguard rescore``)."""
+    keys = normalize_all(excluded)
+    out: Failures = {}
+    for c in citations if isinstance(citations, list) else []:
+        if not isinstance(c, Mapping):
+            continue
+        key = c.get("normalized_url") or c.get("url")
+        if not isinstance(key, str) or key not in keys:
+            continue
+        if not c.get("excluded"):
+            out.setdefault(key, None)
+        elif c.get("failure") == "url":
+            try:
+                out[key] = CitationReport.model_validate(c)
+            except ValidationError:
+                continue
+    return out
 
 
 def remember_failures(verdict: Verdict) -> None:

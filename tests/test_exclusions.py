@@ -5,6 +5,8 @@ verdict returned and in a replay of it; only the caller's own exclusions are
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 
 from conftest import Farm
@@ -12,6 +14,7 @@ from test_guard import ELIOT, QUESTION, _guard, _policy
 from test_pair_failures import _ByClaim
 
 from citeguard import CitationStatus
+from citeguard.rescore import rescore_file
 from citeguard.snapshot import SQLiteSnapshotStore
 
 
@@ -99,3 +102,27 @@ async def test_a_replayed_run_gives_the_same_carried_failure(farm: Farm, tmp_pat
         dumps.append(result.model_dump_json())
     assert farm.count("gone.example.net") == 1  # recorded once, replayed from the snapshot
     assert dumps[1] == dumps[2]
+
+
+async def test_rescoring_a_logged_later_attempt_keeps_its_carried_failure(
+    farm: Farm, tmp_path: Path
+) -> None:
+    dead = farm.add("gone.example.net", "/middlemarch", status=404, body="nope")
+    page = farm.add("books.example.com", "/middlemarch", body=ELIOT)
+    log, snap = tmp_path / "cases.jsonl", tmp_path / "snap.sqlite"
+
+    async def stubborn(question: str, *, exclude_urls: frozenset[str]) -> str:
+        text = "Middlemarch is a novel by the English author George Eliot [1] [2]."
+        return f"{text}\n\n[1] {dead}\n[2] {page}\n"
+
+    store = SQLiteSnapshotStore(snap)
+    policy = _policy(max_attempts=2, repair="off")
+    async with _guard(farm, policy=policy, cache=store, log_to=log) as guard:
+        result = await guard.run(stubborn, QUESTION)
+    await store.close()
+    assert result.attempts[-1].verdict.citations[0].excluded  # the logged case: attempt 2
+    summary = await asyncio.to_thread(rescore_file, log, policy, out=tmp_path / "new.jsonl")
+    assert summary.rescored == 1 and summary.moved == 0 and summary.changes == []
+    (new,) = [json.loads(line) for line in (tmp_path / "new.jsonl").read_text().splitlines()]
+    statuses = {c["url"]: c["status"] for c in new["verdict"]["citations"]}
+    assert statuses == {dead: "not_found", page: "ok"}
