@@ -99,9 +99,12 @@ class Stripped(NamedTuple):
     claims_left: int  # cited or not
 
 
-def strip_answer(answer: Answer, offending_urls: frozenset[str]) -> Stripped:
+def strip_answer(
+    answer: Answer, offending_urls: frozenset[str], claims: frozenset[int] = frozenset()
+) -> Stripped:
     """Remove failing citations, and claims that relied only on them. Offending URLs may be
-    given raw or normalised."""
+    given raw or normalised. ``claims``: the indices of claims removed whatever they cite (a
+    claim that failed on a page the other claims keep citing: ``verdict.failing_claims``)."""
     bad = {
         i
         for i, c in enumerate(answer.citations)
@@ -112,7 +115,7 @@ def strip_answer(answer: Answer, offending_urls: frozenset[str]) -> Stripped:
     for claim in answer.claims:
         if not claim.citation_indices:
             continue
-        if all(i in bad for i in claim.citation_indices):
+        if claim.index in claims or all(i in bad for i in claim.citation_indices):
             cuts.append((claim.start, claim.end))
             removed_claims.append(claim.text)
     in_cut = [

@@ -30,6 +30,7 @@ from citeguard.checks.registry import build_checks
 from citeguard.checks.sources import with_source_kinds
 from citeguard.checks.validity import EarlyValidity, ScoreCache, check_validity, uncited_references
 from citeguard.errors import CitationRejected, PolicyError
+from citeguard.exclusions import carried_failures, exclusion_run, remember_failures
 from citeguard.extract_stage import ExtractStage, Turns
 from citeguard.loop import ON_FAIL, AnswerFn, Recheck, regenerate
 from citeguard.models import (
@@ -291,7 +292,8 @@ class Guard:
                 mode=self.snapshot_mode,
                 now=self._now(),
             )
-            excluded = normalize_all(exclude_urls)
+            # a URL this run excluded after it failed keeps that failure (citeguard.exclusions)
+            excluded, carried = carried_failures(normalize_all(exclude_urls))
             # the uncited entries of a reference list are shown to the user: fetched too
             uncited = uncited_references(parsed)
             listed = [u for u in uncited if u not in excluded]
@@ -356,6 +358,7 @@ class Guard:
                     cache=self._scores,
                     soft_404s=soft_404s,
                     cascade=self._get_cascade(),
+                    carried=carried,
                 )
                 regime = await regime_task
             except BaseException:
@@ -402,6 +405,7 @@ class Guard:
                 judge_usage=judged.usage(),
             )
             self.tracing.record_verdict(sp, verdict)
+            remember_failures(verdict)
             return verdict
 
     def _catch_all_probes(self) -> CatchAllProbes:
@@ -482,7 +486,7 @@ class Guard:
         ) -> Verdict:
             return await self.check(answer, question=q, searches=searches, exclude_urls=exclude)
 
-        with recording_run() as searches, self._judge_run():
+        with recording_run() as searches, exclusion_run(), self._judge_run():
             # the run span carries the question's regime (judged once, inside the run's judge
             # budget and snapshot; every check reuses it)
             regime = await self._regimes.classify(question, now=self._now())

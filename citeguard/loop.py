@@ -34,6 +34,7 @@ from citeguard.policy import Policy
 from citeguard.providers.dispatch import read_provider
 from citeguard.repair import RepairFn
 from citeguard.trace import Tracing
+from citeguard.verdict import failing_claims
 
 # an answer function returns text, a Synthesis, structured items, or a provider response (an
 # OpenAI, Anthropic, Gemini or Perplexity SDK object or its dict: citeguard.providers)
@@ -123,7 +124,7 @@ class Strip:
                         "(a provider response), so nothing was stripped"
                     }
                 )
-            stripped = strip_answer(parsed, offenders)
+            stripped = strip_answer(parsed, offenders, failing_claims(last.verdict))
             note = (
                 f"[citeguard removed {len(stripped.claims)} claim(s) and "
                 f"{len(stripped.urls)} source(s) that failed verification]"

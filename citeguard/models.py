@@ -71,6 +71,8 @@ class CitationStatus(StrEnum):
     QUOTE_OUT_OF_CONTEXT = "quote_out_of_context"
     NOT_ENTAILED = "not_entailed"
     # policy
+    # the caller excluded the URL (``exclude_urls`` it passed; never a failure of an earlier
+    # attempt of the same run: that URL keeps its failure's status, ``CitationReport.excluded``)
     EXCLUDED_BY_POLICY = "excluded_by_policy"
     NOT_RETRIEVED = "not_retrieved"  # cited but no recorded search returned it
 
@@ -401,6 +403,12 @@ class EntailmentScore(_Model):
 # Verdict
 # --------------------------------------------------------------------------------------------
 
+# Why a citation fails: "url", the URL itself (dead, soft 404, blocked, bot wall, unreachable,
+# a cross-site redirect, not retrieved, …): every claim citing it fails and it is excluded;
+# "pair", one (claim, URL) pair (the page resolves but does not back that claim): the claim goes
+# to repair and to the feedback, and the URL is excluded only when no claim it backs passes.
+FailureKind = Literal["url", "pair"]
+
 
 class CitationReport(_Model):
     """The end state of one distinct cited URL."""
@@ -433,6 +441,12 @@ class CitationReport(_Model):
     primary: bool | None = None
     source_kind: str | None = None  # the source table's category (checks/sources.py)
     elapsed_ms: float = 0.0
+    # why it fails (None: it does not): "url", or "pair" (status and reason are the failing
+    # pair's; the URL is an offending URL only when no claim it backs passes): FailureKind
+    failure: FailureKind | None = None
+    # this attempt excluded the URL and did not fetch it again: the status and reason are those
+    # of its failure in an earlier attempt of the run (or excluded_by_policy: the caller's)
+    excluded: bool = False
 
     @property
     def outcome(self) -> Outcome:
@@ -451,6 +465,9 @@ class ClaimCheck(_Model):
     entailment: EntailmentScore | None = None
     text_fragment_url: str | None = None  # the cited page opened at the evidence
     gated: bool = False  # this pair made the validity axis hard-reject the URL
+    # why the pair fails the answer (None: it does not): "url", the URL itself failed; "pair",
+    # the page resolves but does not back this claim (FailureKind)
+    failure: FailureKind | None = None
 
 
 class ClaimReport(_Model):

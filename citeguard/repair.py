@@ -646,7 +646,8 @@ def _diagnose(answer: Answer, verdict: Verdict, policy: Policy) -> _Diagnosis:
         claim = answer.claims[report.index]
         for check in report.checks:
             key = raw_norm.get(check.url) or _norm(check.url)
-            if key not in offenders:
+            # an offending URL, or a claim's own failure on a page that backs other claims
+            if key not in offenders and check.failure != "pair":
                 continue
             url_report = reports.get(key)
             status, reason = check.status, check.reason

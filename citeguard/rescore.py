@@ -38,6 +38,7 @@ from typing import Any, Literal, TextIO
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from citeguard.errors import CiteguardError, InputError, MissingExtraError, PolicyError
+from citeguard.exclusions import exclusion_run, logged_failures
 from citeguard.guard import Guard
 from citeguard.models import SearchRecord, SnapshotRef
 from citeguard.policy import Policy
@@ -314,13 +315,16 @@ async def rescore_case(raw: Any, line: int, guards: GuardPool) -> CaseOutcome:
             searches = [SearchRecord(query=q) for q in case.queries if q.strip()]
         answer: Any = case.structured if case.structured is not None else case.answer
         token = _CASE_NOW.set(when if mode == "replay" else None)
+        # a URL the logged attempt excluded after an earlier attempt's failure keeps it
+        failures = logged_failures(logged.get("citations"), case.excluded_urls)
         try:
-            verdict = await guard.check(
-                answer,
-                question=case.prompt,
-                searches=searches,
-                exclude_urls=frozenset(case.excluded_urls),
-            )
+            with exclusion_run(failures):
+                verdict = await guard.check(
+                    answer,
+                    question=case.prompt,
+                    searches=searches,
+                    exclude_urls=frozenset(case.excluded_urls),
+                )
         finally:
             _CASE_NOW.reset(token)
     except CiteguardError as e:  # a bad line, a snapshot miss, a store that cannot be read

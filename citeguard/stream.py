@@ -83,6 +83,7 @@ from citeguard.checks.validity import (
 )
 from citeguard.dates import as_aware
 from citeguard.errors import UsageError
+from citeguard.exclusions import current_failures, exclusion_run, remember, split_excluded
 from citeguard.extract_stage import ExtractStage
 from citeguard.feedback import Feedback, render_feedback
 from citeguard.models import (
@@ -521,7 +522,10 @@ class _Session:
         self.deferred = False
         self.searches = searches
         self.exclude_urls = exclude_urls
-        self.excluded = normalize_all(exclude_urls)
+        # the run's record of why each URL was excluded (citeguard.exclusions): a URL an earlier
+        # attempt failed keeps that failure; one excluded for its claims is checked again
+        self._failures = current_failures()
+        self.excluded, self._carried = split_excluded(normalize_all(exclude_urls), self._failures)
         self.queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         policy = self.policy
         self.need_body = policy.passage.check_passages or (
@@ -777,7 +781,9 @@ class _Session:
             retrieved=retrieved,
             cache=self.guard._scores,
             soft_404s=soft,
+            carried=self._carried,
         )
+        remember(self._failures, outcome.citations, outcome.offending_urls)
         failing: list[str] = []
         for report in outcome.claims:
             for check in report.checks:
@@ -922,15 +928,7 @@ class _Session:
         busy = [s.task for s in self.sentences.values() if s.task is not None]
         if busy:
             await asyncio.gather(*busy, return_exceptions=True)
-        check = asyncio.create_task(
-            self.guard.check(
-                text,
-                question=self.question,
-                searches=self.searches,
-                exclude_urls=self.exclude_urls,
-            ),
-            context=self._check_ctx,
-        )
+        check = asyncio.create_task(self._check(text), context=self._check_ctx)
         verdict = await check
         # the sentences not verified yet: everything they need is cached now
         self.units = [((c.start, c.end), c, True) for c in parsed.claims]
@@ -963,6 +961,18 @@ class _Session:
         )
         return verdict
 
+    async def _check(self, text: str) -> Verdict:
+        """``check()`` on the whole answer, in the run this stream is an attempt of."""
+        if self._failures is None:
+            return await self._whole(text)
+        with exclusion_run(self._failures):
+            return await self._whole(text)
+
+    async def _whole(self, text: str) -> Verdict:
+        return await self.guard.check(
+            text, question=self.question, searches=self.searches, exclude_urls=self.exclude_urls
+        )
+
     def _settle(self, parsed: Answer, verdict: Verdict) -> None:
         """Hold mode, at the end: release or hold what is left, by the sentences' own checks
         (or the verdict, for one whose early work failed)."""
@@ -979,7 +989,11 @@ class _Session:
             # (late_citations): the verdict decides
             if s.passed is None:
                 report = verdict.claims[i] if i < len(verdict.claims) else None
-                bad = [ch.url for ch in report.checks if ch.url in offending] if report else []
+                bad = (
+                    [ch.url for ch in report.checks if ch.url in offending or ch.failure]
+                    if report
+                    else []
+                )
                 s.passed, s.failing = not bad, bad
                 s.reason = "; ".join(f"{u}: failed in the verdict" for u in bad)
             if (

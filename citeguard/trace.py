@@ -351,6 +351,10 @@ class Tracing:
                 "citeguard.modified": c.modified,
                 "citeguard.text_fragment_url": c.text_fragment_url,
                 "citeguard.elapsed_ms": c.elapsed_ms,
+                # "url": the URL itself failed; "pair": a claim citing it did (FailureKind)
+                "citeguard.failure": c.failure,
+                # not fetched again: its status is its failure in an earlier attempt
+                "citeguard.excluded": c.excluded,
             }
             attrs.update(
                 _evaluation(
@@ -366,8 +370,9 @@ class Tracing:
             )
             _set_all(sp, attrs)
             ctx = _otel_trace.set_span_in_context(sp, parent_ctx)
-            # a URL that failed to parse, or that the policy excluded, was never fetched
-            if stage != "parse" and c.status is not CitationStatus.EXCLUDED_BY_POLICY:
+            # a URL that failed to parse, or that this attempt excluded, was not fetched
+            excluded = c.excluded or c.status is CitationStatus.EXCLUDED_BY_POLICY
+            if stage != "parse" and not excluded:
                 fetch_end = min(anchor + int(max(c.elapsed_ms, 0.0) * 1e6), now)
                 self._fetch_stage(ctx, c, stage == "fetch", anchor, fetch_end)
             page_seen = any(
@@ -824,6 +829,13 @@ def _verdict_attributes(verdict: Verdict, output: str | None) -> dict[str, Any]:
         "citeguard.citations.total": len(verdict.citations),
         "citeguard.citations.failed": len(bad),
         "citeguard.failed_citations": [f"{c.url} [{c.status.value}] {c.reason}" for c in bad],
+        # each failing (claim, URL) pair, and whether the URL or the pair failed
+        "citeguard.failed_pairs": [
+            f"claim {cl.index + 1}: {ch.url} [{ch.failure}: {ch.status.value}]"
+            for cl in verdict.claims
+            for ch in cl.checks
+            if ch.failure is not None
+        ],
         "citeguard.freshness.regime": verdict.regime,
         "citeguard.elapsed_ms": verdict.elapsed_ms,
     }

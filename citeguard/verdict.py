@@ -45,6 +45,13 @@ def build_verdict(
     return without_timings(verdict) if replay else verdict
 
 
+def failing_claims(verdict: Verdict) -> frozenset[int]:
+    """The claims that failed on a page that is not an offending URL (a pair failure: the page
+    backs other claims, see :mod:`citeguard.checks.failures`): what stripping removes besides
+    the offending URLs' citations."""
+    return frozenset(r.index for r in verdict.claims if any(c.failure == "pair" for c in r.checks))
+
+
 def without_timings(verdict: Verdict) -> Verdict:
     """Replays are compared byte for byte; wall-clock timings would differ, so they are zeroed."""
     return verdict.model_copy(
@@ -55,4 +62,4 @@ def without_timings(verdict: Verdict) -> Verdict:
     )
 
 
-__all__ = ["build_verdict", "without_timings"]
+__all__ = ["build_verdict", "failing_claims", "without_timings"]

@@ -131,8 +131,18 @@ async def test_recited_excluded_url_fails_without_fetching(farm: Farm) -> None:
     assert not result.passed and result.outcome == "failed"
     assert result.verdict_word == "rejected"
     assert len(result.attempts) == 3
-    later = result.attempts[1].verdict.citations[0]
-    assert later.status is CitationStatus.EXCLUDED_BY_POLICY
+    first = result.attempts[0].verdict.citations[0]
+    assert first.status is CitationStatus.NOT_FOUND and not first.excluded
+    # a later attempt excluded it: it keeps its 404, not a status of its own (issue 44)
+    for attempt in result.attempts[1:]:
+        (later,) = attempt.verdict.citations
+        assert later.excluded and urls["dead"] in attempt.excluded_urls
+        assert (later.status, later.reason, later.http_status) == (
+            CitationStatus.NOT_FOUND,
+            first.reason,
+            404,
+        )
+    assert result.verdict.citations[0].status is CitationStatus.NOT_FOUND
     # fetched once (attempt 1); the re-citations were refused without a request
     assert farm.count("gone.example.net") == 1
 

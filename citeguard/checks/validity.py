@@ -25,6 +25,7 @@ from citeguard.checks.entail import (
     evidence_windows,
     score_requests,
 )
+from citeguard.checks.failures import excludes, mark_failures, pair_findings
 from citeguard.checks.freshness import find_caveat
 from citeguard.checks.minilm import LOCAL_MODEL_HINT
 from citeguard.checks.passage import (
@@ -51,6 +52,7 @@ from citeguard.models import (
     ClaimReport,
     EntailmentLabel,
     EntailmentScore,
+    FailureKind,
     FetchResult,
     Finding,
     Outcome,
@@ -637,6 +639,7 @@ async def check_validity(
     cache: ScoreCache | None = None,
     soft_404s: Mapping[str, str] | None = None,
     cascade: Entailer | None = None,
+    carried: Mapping[str, CitationReport] | None = None,
 ) -> ValidityOutcome:
     """Compose resolution, passage presence and entailment into the validity axis.
 
@@ -645,9 +648,12 @@ async def check_validity(
     ``early`` holds the pairs of pages verified and scored as they arrived (the Guard's
     pipeline); ``cache`` the scores of earlier attempts; ``soft_404s`` the pages found to be
     their host's catch-all page (URL → reason); ``cascade`` the judge that uncertain claims go
-    to when ``Policy.on_uncertain_mode`` is "judge".
+    to when ``Policy.on_uncertain_mode`` is "judge". ``carried``: the ``excluded`` URLs that
+    failed an earlier attempt of the run (normalised URL → that failure's report): each keeps
+    its status and reason; any other excluded URL is the caller's (``excluded_by_policy``).
     """
     soft_404s = soft_404s or {}
+    carried = carried or {}
     pages = {u: e.page for u, e in extracted.items()}
     findings: list[Finding] = list(answer.findings)
     url_status: dict[str, tuple[CitationStatus, str]] = {}
@@ -668,6 +674,7 @@ async def check_validity(
         fetched,
         pages,
         excluded=excluded,
+        carried=carried,
         soft_404s=soft_404s,
         url_status=url_status,
         url_claims=url_claims,
@@ -723,6 +730,7 @@ async def check_validity(
         pages=pages,
         policy=policy,
         excluded=excluded,
+        carried=carried,
         retrieved=retrieved,
         findings=findings,
         url_status=url_status,
@@ -764,6 +772,7 @@ def _resolution(
     pages: Mapping[str, Page],
     *,
     excluded: frozenset[str],
+    carried: Mapping[str, CitationReport],
     soft_404s: Mapping[str, str],
     url_status: dict[str, tuple[CitationStatus, str]],
     url_claims: dict[str, dict[int, None]],
@@ -796,11 +805,13 @@ def _resolution(
                 reason = bad.message if bad is not None else "the URL cannot be parsed"
                 url_status[key] = (CitationStatus.MALFORMED_URL, reason)
         else:
-            url_status[key] = _fetched_status(c.normalized_url, fetched, pages, excluded, soft_404s)
+            url_status[key] = _fetched_status(
+                c.normalized_url, fetched, pages, excluded, carried, soft_404s
+            )
     for key, raw in listed.items():
         raw_url.setdefault(key, raw)
         if key not in url_status:
-            url_status[key] = _fetched_status(key, fetched, pages, excluded, soft_404s)
+            url_status[key] = _fetched_status(key, fetched, pages, excluded, carried, soft_404s)
 
 
 def _fetched_status(
@@ -808,14 +819,19 @@ def _fetched_status(
     fetched: Mapping[str, FetchResult],
     pages: Mapping[str, Page],
     excluded: frozenset[str],
+    carried: Mapping[str, CitationReport],
     soft_404s: Mapping[str, str],
 ) -> tuple[CitationStatus, str]:
-    """A well-formed URL's status and reason: excluded, not fetched in time, the fetch's own,
-    an unreadable page, or a soft 404 (a "not found" page, or the host's catch-all)."""
+    """A well-formed URL's status and reason: excluded (its failure in an earlier attempt, or
+    the caller's exclusion), not fetched in time, the fetch's own, an unreadable page, or a soft
+    404 (a "not found" page, or the host's catch-all)."""
     if key in excluded:
+        earlier = carried.get(key)
+        if earlier is not None:
+            return earlier.status, earlier.reason
         return (
             CitationStatus.EXCLUDED_BY_POLICY,
-            "this URL was excluded after it failed an earlier attempt",
+            "the caller excluded this URL (exclude_urls); it was not fetched",
         )
     res = fetched.get(key)
     if res is None:
@@ -856,6 +872,7 @@ def _roll_up(
     pages: Mapping[str, Page],
     policy: Policy,
     excluded: frozenset[str],
+    carried: Mapping[str, CitationReport],
     retrieved: frozenset[str] | None,
     findings: list[Finding],
     url_status: Mapping[str, tuple[CitationStatus, str]],
@@ -905,16 +922,21 @@ def _roll_up(
                 continue
             failing_pairs.append(p)
 
-    # 5. roll up per URL
-    pair_fail: dict[str, _Pair] = {}
+    # 5. roll up per URL: a URL's own failure excludes it; a failing (claim, URL) pair excludes
+    # it only when no claim it backs passes (checks/failures.py)
+    pair_fail: dict[str, list[_Pair]] = {}
     for p in failing_pairs:
-        pair_fail.setdefault(p.url, p)
+        pair_fail.setdefault(p.url, []).append(p)
+    backed = {p.url for p in pairs if p.status is CitationStatus.OK}
+    kinds: dict[str, FailureKind] = {}
     reports: list[CitationReport] = []
     offenders: set[str] = set()
     for key, (st, why) in url_status.items():
-        pf = pair_fail.get(key)
+        url_fails = pair_fail.get(key, [])
+        pf = url_fails[0] if url_fails else None
+        kind: FailureKind = "url"
         if st is CitationStatus.OK and pf is not None:
-            st, why = pf.status, pf.reason
+            st, why, kind = pf.status, pf.reason, "pair"
         if st is CitationStatus.OK and retrieved is not None and key not in retrieved:
             msg = "no recorded search returned this URL (a common sign of a fabricated URL)"
             if policy.not_retrieved_fails:
@@ -947,6 +969,9 @@ def _roll_up(
         final = res.final_url if res is not None else None
         if shown is not None and shown.passage is not None and shown.passage.matched_text:
             frag = text_fragment_url(final or raw_url[key], shown.passage.matched_text)
+        fails = st not in _PASS_STATUSES and (
+            st.outcome is not Outcome.UNVERIFIABLE or policy.unverifiable_fails
+        )
         report = CitationReport(
             url=raw_url[key],
             normalized_url=key if key in normalized else None,
@@ -954,7 +979,11 @@ def _roll_up(
             domain=_domain(key),
             status=st,
             reason=why,
-            http_status=res.http_status if res is not None else None,
+            http_status=(
+                res.http_status
+                if res is not None
+                else (earlier.http_status if (earlier := carried.get(key)) else None)
+            ),
             redirects=list(res.redirects) if res is not None else [],
             claim_indices=list(url_claims.get(key, {})),
             cited_by_claim=bool(url_claims.get(key)),
@@ -967,11 +996,20 @@ def _roll_up(
             text_fragment_url=frag,
             title=page.title if page is not None else None,
             elapsed_ms=res.elapsed_ms if res is not None else 0.0,
+            failure=kind if fails else None,
+            excluded=key in excluded,
         )
         reports.append(report)
         if st in _PASS_STATUSES:
             continue
-        fails = st.outcome is not Outcome.UNVERIFIABLE or policy.unverifiable_fails
+        if fails:
+            kinds[key] = kind
+        if fails and kind == "pair":
+            excluded_here = excludes(kind, key, backed)
+            findings.extend(pair_findings(raw_url[key], url_fails, excluded=excluded_here))
+            if excluded_here:
+                offenders.add(key)
+            continue
         # a reference-list entry no marker cites is shown to the user: it must resolve too
         uncited = key in listed
         findings.append(
@@ -991,17 +1029,21 @@ def _roll_up(
                 severity=Severity.ERROR if fails else Severity.WARNING,
                 axis="validity",
                 url=raw_url[key],
-                details={"outcome": st.outcome.value, "status": st.value},
+                details={"outcome": st.outcome.value, "status": st.value}
+                | ({"failure": "url"} if fails else {}),
             )
         )
         if fails:
             offenders.add(key)
 
-    # the per-claim view: which (claim, URL) pairs made a URL a hard reject
-    claim_reports = mark_gated(
-        claim_reports,
-        {(p.claim.index, raw_url.get(p.url, p.url)) for p in failing_pairs if p.url in offenders},
-    )
+    # the per-claim view: which (claim, URL) pairs failed the axis, and whether the URL or the
+    # pair failed
+    failed = {
+        (p.claim.index, raw_url.get(p.url, p.url)): kinds[p.url]
+        for p in failing_pairs
+        if p.url in kinds
+    }
+    claim_reports = mark_failures(mark_gated(claim_reports, failed), failed)
 
     # the answer's citations (the listed references no marker cites are reported, not counted)
     counted = [r for r in reports if (r.normalized_url or r.url) not in listed]

@@ -297,7 +297,12 @@ async def _repair(guard: Guard, answer: object, question: str) -> GatewayOutcome
 
 def block_message(verdict: Verdict, *, head: str = "citeguard blocked the answer") -> str:
     """One paragraph a user can act on: each failing citation and why, the failing axes."""
-    bad = [c for c in verdict.citations if c.normalized_url in verdict.offending_urls]
+    # the offending URLs, and a page one claim failed on while it backs the others (a pair)
+    bad = [
+        c
+        for c in verdict.citations
+        if c.normalized_url in verdict.offending_urls or c.failure is not None
+    ]
     bad = bad or [c for c in verdict.citations if c.status.value != "ok"]
     parts = [f"{c.url} ({c.status.value}: {_short(c.reason)})" for c in bad[:_MAX_REASONS]]
     if len(bad) > _MAX_REASONS:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from citeguard.errors import CitationRejected
+from citeguard.exclusions import Failures, excluded_for, exclusion_run
 from citeguard.feedback import Feedback, render_feedback
 from citeguard.guard import Guard
 from citeguard.integrations.gateway import block_message
@@ -306,7 +307,8 @@ async def _first_failing(
     policy: Policy, whole: Mapping[str, Any], verdict: Verdict, text: str
 ) -> int:
     """Where, in the streamed ``text``, the first claim of the whole answer's failed ``verdict``
-    that has an offending citation begins (a citation no claim holds: where it stands); 0 when
+    that has a failing citation (an offending URL, or its own pair's failure) begins (a
+    citation no claim holds: where it stands); 0 when
     the answer's text is not the streamed text; ``len(text)`` when nothing is placed."""
     parse = functools.partial(
         parse_answer,
@@ -322,8 +324,10 @@ async def _first_failing(
     bad = normalize_all(verdict.offending_urls)
     starts = {c.index: c.start for c in parsed.claims}
     cut = len(text)
-    for report in verdict.claims:  # the per-claim view: a claim any of whose citations offends
-        if any(u in bad for u in normalize_all(ch.url for ch in report.checks)):
+    for report in verdict.claims:  # the per-claim view: a claim any of whose citations fails
+        if any(ch.failure for ch in report.checks) or any(
+            u in bad for u in normalize_all(ch.url for ch in report.checks)
+        ):
             cut = min(cut, starts.get(report.index, 0))
     claimed = {i for c in parsed.claims for i in c.citation_indices}
     for i, cit in enumerate(parsed.citations):
@@ -393,6 +397,9 @@ async def guarded_stream(
     max_attempts = policy.max_attempts if regenerate else 1
     deadline = time.monotonic() + policy.time_budget if policy.time_budget else None
     exclude: frozenset[str] = frozenset()
+    # why each URL was excluded, across this stream's attempts (citeguard.exclusions): each
+    # attempt runs in its own steps of the guard loop, so the record is handed over, not inherited
+    failures: Failures = {}
     attempt = 0
     while True:
         attempt += 1
@@ -410,6 +417,7 @@ async def guarded_stream(
             exclude=exclude,
             can_retry=can_retry,
             ending=ending,
+            failures=failures,
         ):
             yield chunk
         if ending.done or reopen is None:
@@ -436,6 +444,7 @@ async def _attempt(
     exclude: frozenset[str],
     can_retry: bool,
     ending: _Ending,
+    failures: Failures,
 ) -> AsyncIterator[bytes]:
     """One upstream stream relayed; ``ending`` says whether it was the answer."""
     relay = _Relay(dialect, mode)
@@ -465,13 +474,14 @@ async def _attempt(
             upstream_done = True
 
     final: StreamVerdict | None = None
-    events = guard.stream(
-        chunks(),
-        question=question,
-        mode=mode,  # type: ignore[arg-type]
-        late_citations=late,
-        exclude_urls=exclude,
-    )
+    with exclusion_run(failures):  # the stream takes the record when it is made
+        events = guard.stream(
+            chunks(),
+            question=question,
+            mode=mode,  # type: ignore[arg-type]
+            late_citations=late,
+            exclude_urls=exclude,
+        )
     try:
         async for event in events:
             if isinstance(event, StreamText):
@@ -484,8 +494,10 @@ async def _attempt(
                 if can_retry and not relay.sent_any:
                     # failed before anything went out: drop this attempt unseen, regenerate
                     ending.done = False
-                    ending.feedback = f"Your answer was rejected: {event.reason}."
-                    ending.exclude = frozenset(event.urls)
+                    claim = " ".join(event.text.split())[:200]
+                    ending.feedback = f"Your answer was rejected: “{claim}”: {event.reason}."
+                    # a page that failed for this claim only stays citable (issue 43)
+                    ending.exclude = excluded_for(event.urls, failures)
                     return
             elif isinstance(event, StreamVerdict):
                 final = event
@@ -507,7 +519,8 @@ async def _attempt(
     whole = dialect.assemble([(f.event, f.data) for f in relay.frames])
     if whole is not None:
         # the citation objects: checked on the whole answer (its pages are already fetched)
-        verdict = await guard.check(whole, question=question, exclude_urls=exclude)
+        with exclusion_run(failures):
+            verdict = await guard.check(whole, question=question, exclude_urls=exclude)
     passed = verdict.passed
     if not passed and can_retry and not relay.sent_any:
         ending.done = False
