@@ -34,6 +34,7 @@ import asyncio
 import json
 import math
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -57,6 +58,7 @@ from benchmarks.context import NOW, Config, Context
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "longpage.json"
 BANDS_OUT = RESULTS / "longpage_bands.json"
+ROWS_OUT = Path("/tmp/citeguard_longpage/rows.jsonl")
 REJECT = ("not_supported", "contradicted")
 BAND_LABELS = ("supported", "uncertain", "not_supported", "contradicted")
 CONCURRENCY = 4
@@ -147,7 +149,7 @@ def guard_policy() -> Any:
 
 
 async def run_guard(
-    rows: Sequence[dict[str, Any]], entailer: Any, *, policy: Any = None
+    rows: Sequence[dict[str, Any]], entailer: Any, *, policy: Any = None, progress: int = 0
 ) -> list[dict[str, Any]]:
     """Each row's claim through ``Guard.check`` (see the module doc); one result dict a row."""
     from citeguard import Guard
@@ -156,6 +158,7 @@ async def run_guard(
     server = page_server(pages)
     await server.start()
     sem = asyncio.Semaphore(CONCURRENCY)
+    done: list[int] = []
     try:
         async with Guard(
             policy or guard_policy(), entailer=entailer, resolver=server.resolver(), now=lambda: NOW
@@ -166,6 +169,9 @@ async def run_guard(
                     t0 = time.perf_counter()
                     v = await guard.check(p.answer)
                     took = time.perf_counter() - t0
+                done.append(1)
+                if progress and len(done) % progress == 0:
+                    print(f"[longpage] {len(done)}/{len(pages)} rows", file=sys.stderr, flush=True)
                 cit = v.citations[0] if v.citations else None
                 cl = v.claims[0] if v.claims else None
                 return {
@@ -198,7 +204,7 @@ async def score_rows(
     rows: Sequence[dict[str, Any]], entailer: Any, *, alone: bool = True
 ) -> list[dict[str, Any]]:
     """The rows with ``guard`` (and ``alone``) results; the page is left out of the result."""
-    guard = await run_guard(rows, entailer)
+    guard = await run_guard(rows, entailer, progress=100 if len(rows) >= 200 else 0)
     solo = await run_alone(rows, entailer) if alone else [None] * len(rows)
     return [
         {
@@ -387,6 +393,16 @@ async def longpage_scenario(cfg: Config, ctx: Context) -> dict[str, Any]:
     return res
 
 
+def public_row(r: dict[str, Any]) -> dict[str, Any]:
+    """A scored row without the data's text (claim, question in the group, reasons)."""
+    keep = ("id", "set", "kind", "split", "fold", "y", "model_trained_on", "evidence_chars")
+    out = {k: r[k] for k in keep if k in r}
+    out["guard"] = {k: v for k, v in r["guard"].items() if k != "reason"}
+    if "alone" in r:
+        out["alone"] = r["alone"]
+    return out
+
+
 def _finite(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
@@ -405,6 +421,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-alone", action="store_true", help="skip the entailer alone")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--fit-bands", action="store_true", help="fit bands on the scored rows")
+    ap.add_argument(
+        "--rows-out",
+        type=Path,
+        default=ROWS_OUT,
+        help="every scored row, with its claim (kept out of the repository)",
+    )
     args = ap.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
 
@@ -438,6 +460,13 @@ def main(argv: list[str] | None = None) -> int:
                     encoding="utf-8",
                 )
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.rows_out.parent.mkdir(parents=True, exist_ok=True)
+    with args.rows_out.open("w", encoding="utf-8") as f:
+        for r in res["scored"]:
+            f.write(json.dumps(_finite(r), default=str) + "\n")
+    # the committed file holds figures and each row's scores, no text of the data
+    res["scored"] = [public_row(r) for r in res["scored"]]
+    res["rows_file"] = str(args.rows_out)
     args.out.write_text(json.dumps(_finite(res), indent=1, default=str) + "\n", encoding="utf-8")
     print(json.dumps(_finite(res["summary"]), indent=1))
     return 0

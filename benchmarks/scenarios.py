@@ -36,6 +36,8 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks.bench_guard_long import guard_long
+from benchmarks.bench_longpage import longpage_scenario
 from benchmarks.context import NOW, QUESTION, Config, Context
 from benchmarks.web import DATA, LoopbackWeb, PlannedUrl, build_answer
 from citeguard import Guard
@@ -1699,4 +1701,6 @@ SCENARIOS: dict[str, Scenario] = {
     "dates": dates,
     "stream": stream,
     "repair": repair,
+    "longpage": longpage_scenario,
+    "guard_long": guard_long,
 }
