@@ -201,10 +201,12 @@ async def run_alone(rows: Sequence[dict[str, Any]], entailer: Any) -> list[dict[
 
 
 async def score_rows(
-    rows: Sequence[dict[str, Any]], entailer: Any, *, alone: bool = True
+    rows: Sequence[dict[str, Any]], entailer: Any, *, alone: bool = True, policy: Any = None
 ) -> list[dict[str, Any]]:
-    """The rows with ``guard`` (and ``alone``) results; the page is left out of the result."""
-    guard = await run_guard(rows, entailer, progress=100 if len(rows) >= 200 else 0)
+    """The rows with ``guard`` (and ``alone``) results; the page is left out of the result.
+    ``policy``: the guard's (default: :func:`guard_policy`)."""
+    progress = 100 if len(rows) >= 200 else 0
+    guard = await run_guard(rows, entailer, policy=policy, progress=progress)
     solo = await run_alone(rows, entailer) if alone else [None] * len(rows)
     return [
         {
@@ -223,6 +225,9 @@ def summarise(scored: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for r in scored:
         keys.setdefault(f"{r['set']}/{r['kind']}/{r['split']}", []).append(r)
         keys.setdefault(f"all/{r['kind']}/{r['split']}", []).append(r)
+        if r["split"] == "held_out" and r.get("question_in_dev") is False:
+            # AB's held-out half is split by row: these rows' questions have no dev rows
+            keys.setdefault(f"{r['set']}/{r['kind']}/held_out_new_question", []).append(r)
     out: dict[str, Any] = {}
     for key, rs in sorted(keys.items()):
         y = [r["y"] for r in rs]
@@ -327,6 +332,31 @@ def held_out_with_bands(
     return out
 
 
+def bands_report(scored: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Bands per kind fitted on the guard's P and on the entailer alone's, each with its
+    held-out figures; and the guard's fitted per set (for comparison only)."""
+    out: dict[str, Any] = {}
+    getters: dict[str, Callable[[dict[str, Any]], float | None]] = {
+        "guard": lambda r: r["guard"]["p"],
+        "alone": lambda r: r.get("alone", {}).get("p"),
+    }
+    for name, p_of in getters.items():
+        bands = fit_bands(scored, p_of=p_of)
+        out[f"bands_{name}"] = bands
+        out[f"held_out_{name}"] = held_out_with_bands(scored, bands, p_of)
+    by_set: dict[str, Any] = {}
+    for name in sorted({r["set"] for r in scored}):
+        rows = [r for r in scored if r["set"] == name]
+        bands = fit_bands(rows, p_of=getters["guard"])
+        by_set[name] = {
+            "bands": {k: [v["reject_below"], v["accept_from"]] for k, v in bands["kinds"].items()},
+            "out_of_fold": {k: v["out_of_fold"] for k, v in bands["kinds"].items()},
+            "held_out": held_out_with_bands(rows, bands, getters["guard"]),
+        }
+    out["bands_guard_by_set"] = by_set
+    return out
+
+
 def band_table(bands: dict[str, Any], source: str) -> dict[str, Any]:
     """The artefact: per kind ``{"reject_below", "accept_from", ...meta}``, as
     ``citeguard.checks.bands.SupportBands.from_json`` reads it."""
@@ -359,10 +389,11 @@ async def run(
     limit: int | None = 60,
     alone: bool = True,
     rows_by_set: dict[str, list[dict[str, Any]]] | None = None,
+    policy: Any = None,
 ) -> dict[str, Any]:
     """Score a sample of each set's ``split`` rows (``both``: dev and held out; ``limit`` rows
     a set and split, None: all) and summarise them. ``rows_by_set`` replaces the shared data
-    (tests give synthetic rows)."""
+    (tests give synthetic rows); ``policy`` the guard's (default :func:`guard_policy`)."""
     data = rows_by_set if rows_by_set is not None else ld.load_sets(sets)
     splits = ("dev", "held_out") if split == "both" else (split,)
     picked: list[dict[str, Any]] = []
@@ -370,7 +401,7 @@ async def run(
         for s in splits:
             picked += ld.sample([r for r in data.get(name, []) if r["split"] == s], limit)
     t0 = time.perf_counter()
-    scored = await score_rows(picked, entailer, alone=alone)
+    scored = await score_rows(picked, entailer, alone=alone, policy=policy)
     return {
         "rows": len(scored),
         "sets": list(sets),
@@ -427,6 +458,10 @@ def main(argv: list[str] | None = None) -> int:
         default=ROWS_OUT,
         help="every scored row, with its claim (kept out of the repository)",
     )
+    ap.add_argument("--bands-out", type=Path, default=BANDS_OUT, help="the band table")
+    ap.add_argument(
+        "--from-rows", type=Path, default=None, help="summarise a rows file instead of scoring"
+    )
     args = ap.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
 
@@ -445,20 +480,16 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             await entailer.aclose()
 
-    res = asyncio.run(go())
+    if args.from_rows is not None:
+        scored = [json.loads(x) for x in args.from_rows.open(encoding="utf-8") if x.strip()]
+        res = {"rows": len(scored), "from_rows": str(args.from_rows), "scored": scored}
+        res["summary"] = summarise(scored)
+    else:
+        res = asyncio.run(go())
     if args.fit_bands:
-        for name, p_of in (
-            ("guard", lambda r: r["guard"]["p"]),
-            ("alone", lambda r: r.get("alone", {}).get("p")),
-        ):
-            bands = fit_bands(res["scored"], p_of=p_of)
-            res[f"bands_{name}"] = bands
-            res[f"held_out_{name}"] = held_out_with_bands(res["scored"], bands, p_of)
-            if name == "guard":
-                BANDS_OUT.write_text(
-                    json.dumps(band_table(bands, "guard per-claim P"), indent=1) + "\n",
-                    encoding="utf-8",
-                )
+        res.update(bands_report(res["scored"]))
+        table = band_table(res["bands_guard"], "the guard's per-claim P(supported)")
+        args.bands_out.write_text(json.dumps(_finite(table), indent=1) + "\n", encoding="utf-8")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.rows_out.parent.mkdir(parents=True, exist_ok=True)
     with args.rows_out.open("w", encoding="utf-8") as f:
