@@ -139,3 +139,33 @@ async def guard_long(cfg: Config, ctx: Context) -> dict[str, Any]:
         "issue 42's targets: paraphrases, 10 citations <= 1.2, 50 citations <= 1.6",
     ]
     return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.bench_guard_long [--size quick]``: run the scenario alone and
+    write ``results/guard_long.json``."""
+    import argparse
+    import asyncio
+    import json
+    import os
+    from pathlib import Path
+
+    from benchmarks.__main__ import _clean, run_suite
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", choices=("full", "quick", "smoke"), default="quick")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "guard_long.json"
+    )
+    args = ap.parse_args(argv)
+    res = asyncio.run(run_suite(Config(seed=args.seed, size=args.size), ["guard_long"]))
+    res["meta"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+    args.out.write_text(json.dumps(_clean(res), indent=1) + "\n", encoding="utf-8")
+    for k, row in res["scenarios"]["guard_long"]["rows"].items():
+        print(k, row["ratio_median"], row["guard_ms_per_claim_median"], row["statuses"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

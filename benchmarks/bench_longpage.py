@@ -225,6 +225,9 @@ def summarise(scored: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for r in scored:
         keys.setdefault(f"{r['set']}/{r['kind']}/{r['split']}", []).append(r)
         keys.setdefault(f"all/{r['kind']}/{r['split']}", []).append(r)
+        if not r.get("model_trained_on", True) and r["set"] in ("wice", "expertqa"):
+            # the shipped support model was fitted on the rest of these sets' rows
+            keys.setdefault(f"{r['set']}/{r['kind']}/{r['split']}_model_unseen", []).append(r)
         if r["split"] == "held_out" and r.get("question_in_dev") is False:
             # AB's held-out half is split by row: these rows' questions have no dev rows
             keys.setdefault(f"{r['set']}/{r['kind']}/held_out_new_question", []).append(r)
@@ -258,8 +261,23 @@ def _apply(lo: float, hi: float, p: float) -> str:
     return "supported" if p >= hi else "not_supported" if p < lo else "uncertain"
 
 
+def _choose(y: np.ndarray, p: np.ndarray, sets: np.ndarray, mode: str) -> tuple[float, float]:
+    """``pooled``: ``choose_bands`` on all the rows; ``every_set``: each set's own choice, the
+    lowest rejection cut and the highest acceptance cut of them (the rules then hold on every
+    set the rows come from, not only on their mix)."""
+    if mode == "pooled":
+        c = choose_bands(y, p)
+        return c["reject_below"], c["accept_from"]
+    cuts = [choose_bands(y[sets == s], p[sets == s]) for s in sorted(set(sets.tolist()))]
+    lo = min(c["reject_below"] for c in cuts)
+    return lo, max(lo, *(c["accept_from"] for c in cuts))
+
+
 def fit_bands(
-    rows: Sequence[dict[str, Any]], *, p_of: Callable[[dict[str, Any]], float | None] | None = None
+    rows: Sequence[dict[str, Any]],
+    *,
+    p_of: Callable[[dict[str, Any]], float | None] | None = None,
+    mode: str = "pooled",
 ) -> dict[str, Any]:
     """Per evidence kind: thresholds chosen on the dev rows, with out-of-fold figures.
 
@@ -268,6 +286,8 @@ def fit_bands(
     thresholds are chosen (``choose_bands``) on the other dev folds and each row of the fold is
     labelled with them: the ``out_of_fold`` figures are :func:`metrics` over those labels. The
     ``bands`` are chosen on every dev row of the kind (``SupportBands.from_json``'s format).
+    ``mode``: ``pooled`` (the rules on the kind's rows together) or ``every_set`` (on each
+    set's rows: :func:`_choose`).
     """
 
     def default_p(r: dict[str, Any]) -> float | None:
@@ -280,6 +300,7 @@ def fit_bands(
         "rule": f"rejections >= {REJECT_PRECISION:.0%} right, acceptances >= "
         f"{ACCEPT_PRECISION:.0%} right, cuts of >= {MIN_ROWS} rows; out of fold by group "
         f"(the dev folds of benchmarks/longdata.py)",
+        "mode": mode,
         "kinds": {},
     }
     for kind in sorted({r["kind"] for r in rows}):
@@ -289,23 +310,25 @@ def fit_bands(
         y = np.array([r["y"] for r in dev])
         p = np.array([float(get(r)) for r in dev])  # type: ignore[arg-type]
         folds = np.array([r["fold"] for r in dev])
+        sets = np.array([r.get("set", "?") for r in dev])
         oof_labels: list[str] = [""] * len(dev)
         per_fold: dict[str, Any] = {}
         for f in sorted(set(folds.tolist())):
             tr, te = folds != f, folds == f
             if not tr.any():
                 continue
-            c = choose_bands(y[tr], p[tr])
-            per_fold[str(f)] = [c["reject_below"], c["accept_from"]]
+            lo, hi = _choose(y[tr], p[tr], sets[tr], mode)
+            per_fold[str(f)] = [lo, hi]
             for i in np.flatnonzero(te):
-                oof_labels[i] = _apply(c["reject_below"], c["accept_from"], p[i])
-        chosen = choose_bands(y, p)
+                oof_labels[i] = _apply(lo, hi, p[i])
+        lo, hi = _choose(y, p, sets, mode)
+        in_sample = metrics(y.tolist(), p.tolist(), [_apply(lo, hi, x) for x in p])
         oof = metrics(y.tolist(), p.tolist(), oof_labels)
         out["kinds"][kind] = {
-            "reject_below": chosen["reject_below"],
-            "accept_from": chosen["accept_from"],
+            "reject_below": lo,
+            "accept_from": hi,
             "chosen_on": f"{len(dev)} dev rows ({dict(Counter(r.get('set', '?') for r in dev))})",
-            "in_sample": chosen["out_of_fold"],  # choose_bands' name; these rows chose them
+            "in_sample": in_sample,  # on the rows that chose them
             "out_of_fold": oof,
             "per_fold": per_fold,
         }
@@ -341,9 +364,11 @@ def bands_report(scored: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "alone": lambda r: r.get("alone", {}).get("p"),
     }
     for name, p_of in getters.items():
-        bands = fit_bands(scored, p_of=p_of)
-        out[f"bands_{name}"] = bands
-        out[f"held_out_{name}"] = held_out_with_bands(scored, bands, p_of)
+        for mode in ("pooled", "every_set"):
+            key = name if mode == "pooled" else f"{name}_every_set"
+            bands = fit_bands(scored, p_of=p_of, mode=mode)
+            out[f"bands_{key}"] = bands
+            out[f"held_out_{key}"] = held_out_with_bands(scored, bands, p_of)
     by_set: dict[str, Any] = {}
     for name in sorted({r["set"] for r in scored}):
         rows = [r for r in scored if r["set"] == name]
@@ -357,23 +382,34 @@ def bands_report(scored: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def band_table(bands: dict[str, Any], source: str) -> dict[str, Any]:
+def band_table(
+    bands: dict[str, Any], source: str, every_set: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The artefact: per kind ``{"reject_below", "accept_from", ...meta}``, as
-    ``citeguard.checks.bands.SupportBands.from_json`` reads it."""
-    return {
-        "chosen_by": "benchmarks/bench_longpage.py --fit-bands",
-        "p_source": source,
-        "rule": bands["rule"],
-        "kinds": {
+    ``citeguard.checks.bands.SupportBands.from_json`` reads it (``kinds``: ``bands``, pooled;
+    ``kinds_every_set``: the bands that hold on every set, when given)."""
+
+    def kinds(b: dict[str, Any]) -> dict[str, Any]:
+        return {
             k: {
                 "reject_below": v["reject_below"],
                 "accept_from": v["accept_from"],
+                "mode": b["mode"],
                 "chosen_on": v["chosen_on"],
                 "out_of_fold": v["out_of_fold"],
             }
-            for k, v in bands["kinds"].items()
-        },
+            for k, v in b["kinds"].items()
+        }
+
+    out = {
+        "chosen_by": "benchmarks/bench_longpage.py --fit-bands",
+        "p_source": source,
+        "rule": bands["rule"],
+        "kinds": kinds(bands),
     }
+    if every_set is not None:
+        out["kinds_every_set"] = kinds(every_set)
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -422,16 +458,6 @@ async def longpage_scenario(cfg: Config, ctx: Context) -> dict[str, Any]:
     res = await run(entailer, limit=limit, alone=cfg.size != "smoke")
     res.pop("scored")
     return res
-
-
-def public_row(r: dict[str, Any]) -> dict[str, Any]:
-    """A scored row without the data's text (claim, question in the group, reasons)."""
-    keep = ("id", "set", "kind", "split", "fold", "y", "model_trained_on", "evidence_chars")
-    out = {k: r[k] for k in keep if k in r}
-    out["guard"] = {k: v for k, v in r["guard"].items() if k != "reason"}
-    if "alone" in r:
-        out["alone"] = r["alone"]
-    return out
 
 
 def _finite(x: Any) -> Any:
@@ -488,15 +514,17 @@ def main(argv: list[str] | None = None) -> int:
         res = asyncio.run(go())
     if args.fit_bands:
         res.update(bands_report(res["scored"]))
-        table = band_table(res["bands_guard"], "the guard's per-claim P(supported)")
+        table = band_table(
+            res["bands_guard"], "the guard's per-claim P(supported)", res["bands_guard_every_set"]
+        )
         args.bands_out.write_text(json.dumps(_finite(table), indent=1) + "\n", encoding="utf-8")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.rows_out.parent.mkdir(parents=True, exist_ok=True)
     with args.rows_out.open("w", encoding="utf-8") as f:
         for r in res["scored"]:
             f.write(json.dumps(_finite(r), default=str) + "\n")
-    # the committed file holds figures and each row's scores, no text of the data
-    res["scored"] = [public_row(r) for r in res["scored"]]
+    # the committed file holds figures only: rows (with the data's text) stay in rows_out
+    res.pop("scored")
     res["rows_file"] = str(args.rows_out)
     args.out.write_text(json.dumps(_finite(res), indent=1, default=str) + "\n", encoding="utf-8")
     print(json.dumps(_finite(res["summary"]), indent=1))

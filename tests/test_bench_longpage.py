@@ -68,7 +68,7 @@ def test_fit_bands_out_of_fold_ignores_held_out_rows() -> None:
     # positives at 0.70-0.72 (150 / 165 = 0.909 >= 0.9; below 0.74: 150 / 170 < 0.9); accepting
     # could start at 0.25 (150 / 175 >= 0.85) but never under the rejection cut: one cut, 0.73
     assert (k["reject_below"], k["accept_from"]) == (0.73, 0.73)
-    assert k["in_sample"]["not_supported_precision"] == pytest.approx(150 / 165, abs=1e-4)
+    assert k["in_sample"]["rejection_precision"] == pytest.approx(150 / 165, abs=1e-4)
     oof = k["out_of_fold"]
     assert oof["coverage"] == 1.0 and oof["acceptance_precision"] == 1.0
     assert 0.85 < oof["rejection_precision"] < 1.0
@@ -94,8 +94,25 @@ def test_fit_bands_with_a_noisy_fold_keeps_out_of_fold_figures_honest() -> None:
     k = bl.fit_bands(rows)["kinds"]["whole_page"]
     # on the rows that chose them the acceptances meet the rule; out of fold the flipped
     # fold is labelled by the other folds' bands, and the figure shows the rule broken
-    assert k["in_sample"]["supported_precision"] >= 0.85
+    assert k["in_sample"]["acceptance_precision"] >= 0.85
     assert k["out_of_fold"]["acceptance_precision"] < 0.85
+
+
+def test_every_set_mode_keeps_the_rules_on_each_set() -> None:
+    a = [{**r, "split": "dev", "set": "a"} for r in _rows(150)]
+    # set b: every score 0.70-0.99 twice, once supported and once not: no cut of b's rows is
+    # 85% right when it accepts or 90% right when it rejects
+    b = [
+        {"y": y, "p": round(0.70 + k / 100, 2), "group": f"b{k}", "kind": "whole_page"}
+        for k in range(30)
+        for y in (0, 1)
+    ]
+    b = [{**r, "fold": group_fold(r["group"]), "split": "dev", "set": "b"} for r in b]
+    pooled = bl.fit_bands(a + b)["kinds"]["whole_page"]
+    strict = bl.fit_bands(a + b, mode="every_set")["kinds"]["whole_page"]
+    assert pooled["accept_from"] < 1.0  # the mix of the two sets meets the rule
+    assert (strict["reject_below"], strict["accept_from"]) == (0.0, 1.0)  # b's does not
+    assert strict["out_of_fold"]["coverage"] == 0.0
 
 
 def test_sample_is_stratified_and_seeded() -> None:
