@@ -64,7 +64,9 @@ def long_pages(seed: int) -> PageSet:
             body = gen.body(i % len(gen), seed)
             unit = body.split(b"<article>", 1)[1].split(b"</article>", 1)[0]
             target = rng.randint(MIN_BYTES, MAX_BYTES)
-            copies = max(1, target // max(1, len(unit)))
+            copies = target // max(1, len(unit)) + 1
+            while copies > 1 and len(body) + (copies - 1) * len(unit) > MAX_BYTES:
+                copies -= 1
             bodies.append(body.replace(unit, unit * copies, 1))
             names.append(f"generated-long-{i}")
             quotes.append(gen.quotes[i % len(gen)])
