@@ -62,6 +62,7 @@ ROWS_OUT = Path("/tmp/citeguard_longpage/rows.jsonl")
 REJECT = ("not_supported", "contradicted")
 BAND_LABELS = ("supported", "uncertain", "not_supported", "contradicted")
 CONCURRENCY = 4
+MIN_SET_ROWS = 100  # every_set bands: a set smaller than this is not asked
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,13 +263,17 @@ def _apply(lo: float, hi: float, p: float) -> str:
 
 
 def _choose(y: np.ndarray, p: np.ndarray, sets: np.ndarray, mode: str) -> tuple[float, float]:
-    """``pooled``: ``choose_bands`` on all the rows; ``every_set``: each set's own choice, the
-    lowest rejection cut and the highest acceptance cut of them (the rules then hold on every
-    set the rows come from, not only on their mix)."""
+    """``pooled``: ``choose_bands`` on all the rows; ``every_set``: each set's own choice (sets
+    of at least :data:`MIN_SET_ROWS` rows; none: pooled), the lowest rejection cut and the
+    highest acceptance cut of them (the rules then hold on every set the rows come from, not
+    only on their mix)."""
     if mode == "pooled":
         c = choose_bands(y, p)
         return c["reject_below"], c["accept_from"]
-    cuts = [choose_bands(y[sets == s], p[sets == s]) for s in sorted(set(sets.tolist()))]
+    names = [s for s in sorted(set(sets.tolist())) if (sets == s).sum() >= MIN_SET_ROWS]
+    if not names:
+        return _choose(y, p, sets, "pooled")
+    cuts = [choose_bands(y[sets == s], p[sets == s]) for s in names]
     lo = min(c["reject_below"] for c in cuts)
     return lo, max(lo, *(c["accept_from"] for c in cuts))
 
@@ -353,6 +358,16 @@ def held_out_with_bands(
         labels = [_apply(b["reject_below"], b["accept_from"], x) for x in ps]
         out[key] = metrics([r["y"] for r in rs], ps, labels)
     return out
+
+
+def kind_by_chars(rows: Sequence[dict[str, Any]], chars: int) -> list[dict[str, Any]]:
+    """The rows with ``kind`` read from what the guard can see, the page's length: ``whole_page``
+    from ``chars`` characters of page text, else ``short_passage`` (the sets' own kinds are
+    how each was built)."""
+    return [
+        {**r, "kind": "whole_page" if r["evidence_chars"] >= chars else "short_passage"}
+        for r in rows
+    ]
 
 
 def bands_report(scored: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -486,6 +501,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--bands-out", type=Path, default=BANDS_OUT, help="the band table")
     ap.add_argument(
+        "--kind-by-chars",
+        type=int,
+        default=0,
+        help="kinds from the page's length (whole_page from this many characters)",
+    )
+    ap.add_argument(
         "--from-rows", type=Path, default=None, help="summarise a rows file instead of scoring"
     )
     args = ap.parse_args(argv)
@@ -512,6 +533,10 @@ def main(argv: list[str] | None = None) -> int:
         res["summary"] = summarise(scored)
     else:
         res = asyncio.run(go())
+    if args.kind_by_chars:
+        res["scored"] = kind_by_chars(res["scored"], args.kind_by_chars)
+        res["summary"] = summarise(res["scored"])
+        res["kind_by_chars"] = args.kind_by_chars
     if args.fit_bands:
         res.update(bands_report(res["scored"]))
         table = band_table(

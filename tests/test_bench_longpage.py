@@ -99,12 +99,12 @@ def test_fit_bands_with_a_noisy_fold_keeps_out_of_fold_figures_honest() -> None:
 
 
 def test_every_set_mode_keeps_the_rules_on_each_set() -> None:
-    a = [{**r, "split": "dev", "set": "a"} for r in _rows(150)]
-    # set b: every score 0.70-0.99 twice, once supported and once not: no cut of b's rows is
-    # 85% right when it accepts or 90% right when it rejects
+    a = [{**r, "split": "dev", "set": "a"} for r in _rows(800)]
+    # set b: every score 0.70-0.99 eight times, half supported: no cut of b's
+    # rows is 85% right when it accepts or 90% right when it rejects
     b = [
-        {"y": y, "p": round(0.70 + k / 100, 2), "group": f"b{k}", "kind": "whole_page"}
-        for k in range(30)
+        {"y": y, "p": round(0.70 + k % 30 / 100, 2), "group": f"b{k}", "kind": "whole_page"}
+        for k in range(120)
         for y in (0, 1)
     ]
     b = [{**r, "fold": group_fold(r["group"]), "split": "dev", "set": "b"} for r in b]
@@ -113,6 +113,12 @@ def test_every_set_mode_keeps_the_rules_on_each_set() -> None:
     assert pooled["accept_from"] < 1.0  # the mix of the two sets meets the rule
     assert (strict["reject_below"], strict["accept_from"]) == (0.0, 1.0)  # b's does not
     assert strict["out_of_fold"]["coverage"] == 0.0
+    # a set too small to choose cuts of its own is not asked
+    small = [{**r, "set": "c"} for r in b[:20]]
+    alone_a = bl.fit_bands(a)["kinds"]["whole_page"]
+    with_small = bl.fit_bands(a + small, mode="every_set")["kinds"]["whole_page"]
+    assert with_small["accept_from"] < 1.0
+    assert alone_a["accept_from"] < 1.0
 
 
 def test_sample_is_stratified_and_seeded() -> None:
