@@ -29,7 +29,7 @@ from functools import cache
 from typing import Any
 
 from benchmarks.context import Config, Context
-from benchmarks.longdata import PageSpec, host_pages
+from benchmarks.longdata import PageSpec, host_files, host_page
 from benchmarks.web import LoopbackWeb, PageSet
 
 N_PAGES = 60  # a 50-citation answer cites 50 distinct pages
@@ -49,17 +49,18 @@ def _quotes(paragraphs: list[str], rng: random.Random, k: int = 3) -> tuple[str,
 
 
 @cache
-def long_pages(seed: int) -> PageSet:
-    """:data:`N_PAGES` pages of 50-150 kB (see the module doc), with quotes on each."""
-    hosts = host_pages(None)
+def long_pages(seed: int, n_pages: int = N_PAGES) -> PageSet:
+    """``n_pages`` pages of 50-150 kB (see the module doc), with quotes on each. The shared
+    pages are extracted as a long page needs them (by file name, in turn)."""
+    files = host_files(None)
     names: list[str] = []
     quotes: list[tuple[str, ...]] = []
     bodies: list[bytes] = []
-    if not hosts:
+    if not files:
         from benchmarks.web import load_pages
 
         gen = load_pages(seed)  # generated pages: their sentences are the paragraphs
-        for i in range(N_PAGES):
+        for i in range(n_pages):
             rng = random.Random(f"{seed}|long|{i}")
             body = gen.body(i % len(gen), seed)
             unit = body.split(b"<article>", 1)[1].split(b"</article>", 1)[0]
@@ -71,21 +72,27 @@ def long_pages(seed: int) -> PageSet:
             names.append(f"generated-long-{i}")
             quotes.append(gen.quotes[i % len(gen)])
         return PageSet(tuple(names), tuple(quotes), generated=True, bodies=tuple(bodies))
-    for i in range(N_PAGES):
+    for i in range(n_pages):
         rng = random.Random(f"{seed}|long|{i}")
         target = rng.randint(MIN_BYTES, MAX_BYTES)
-        first = hosts[i % len(hosts)]
-        blocks: list[tuple[str, str]] = [("h1", first.title)]
+        blocks: list[tuple[str, str]] = []
         paragraphs: list[str] = []
+        first = None
         size = 0
         k = 0
-        while size < target and k < len(hosts):
-            h = hosts[(i + k) % len(hosts)]
+        while size < target and k < len(files):
+            h = host_page(files[(i + k) % len(files)])
+            k += 1
+            if h is None:
+                continue
+            first = first or h
             blocks.append(("h2", h.title))
             blocks += [("p", p) for p in h.paragraphs]
             paragraphs += h.paragraphs
             size += sum(len(p.encode()) + 8 for p in h.paragraphs) + len(h.title.encode())
-            k += 1
+        if first is None:
+            break
+        blocks.insert(0, ("h1", first.title))
         page = PageSpec(first.title, tuple(blocks))
         body = page.html()
         while len(body) > MAX_BYTES and len(blocks) > 3:  # the last section made it too long
@@ -102,7 +109,7 @@ async def guard_long(cfg: Config, ctx: Context) -> dict[str, Any]:
     """``guard_latency`` on the long-page web (see the module doc)."""
     from benchmarks.scenarios import guard_latency
 
-    web = LoopbackWeb(cfg.seed, pages="long")
+    web = LoopbackWeb(cfg.seed, pages=cfg.pick("long", "long", "long:8"))
     # the suite's entailer (the model loads once per run), on a web of long pages
     long_ctx = Context(cfg.seed, _web=web, _local=ctx._local)
     try:

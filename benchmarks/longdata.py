@@ -169,24 +169,34 @@ class HostPage:
 
 
 @cache
-def host_pages(lang: str | None = "en") -> tuple[HostPage, ...]:
-    """The pages of ``passages/`` (in ``lang`` by the data's guess; None: all) with their main
-    text as extracted by citeguard, longest first; empty without the folder."""
+def host_files(lang: str | None = "en") -> tuple[str, ...]:
+    """The page files of ``passages/`` (in ``lang`` by the data's guess; None: all), by name;
+    empty without the folder."""
     index = PASSAGES / "passages.jsonl"
     if not index.is_file():
         return ()
+    rows = _lines(index)
+    return tuple(sorted({r["file"] for r in rows if lang is None or r.get("lang_guess") == lang}))
+
+
+@cache
+def host_page(file: str) -> HostPage | None:
+    """A page of ``passages/`` with its main text as citeguard extracts it (paragraphs of at
+    least 40 characters); None when it has under 1,500 characters of them."""
     from citeguard.web.page import extract_page
 
-    files = sorted(
-        {r["file"] for r in _lines(index) if lang is None or r.get("lang_guess") == lang}
-    )
-    out: list[HostPage] = []
-    for f in files:
-        page = extract_page((PASSAGES / f).read_bytes(), url=f"http://pages.test/{f}")
-        text = page.main_text or ""
-        paras = tuple(p.strip() for p in text.split("\n") if len(p.strip()) >= 40)
-        if sum(len(p) for p in paras) >= 1500:
-            out.append(HostPage(f, (page.title or f).strip(), paras))
+    page = extract_page((PASSAGES / file).read_bytes(), url=f"http://pages.test/{file}")
+    text = page.main_text or ""
+    paras = tuple(p.strip() for p in text.split("\n") if len(p.strip()) >= 40)
+    if sum(len(p) for p in paras) < 1500:
+        return None
+    return HostPage(file, (page.title or file).strip(), paras)
+
+
+@cache
+def host_pages(lang: str | None = "en") -> tuple[HostPage, ...]:
+    """:func:`host_page` of every :func:`host_files` page that has one, longest first."""
+    out = [h for h in map(host_page, host_files(lang)) if h is not None]
     out.sort(key=lambda h: (-sum(map(len, h.paragraphs)), h.file))
     return tuple(out)
 

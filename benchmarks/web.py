@@ -155,11 +155,12 @@ class PageSet:
 
 def load_pages(seed: int, kind: str = "passages") -> PageSet:
     """Pages of ``shared/data/passages`` with at least one usable exact quote, else generated.
-    ``kind="long"``: pages of 50-150 kB built from them (``bench_guard_long.long_pages``)."""
-    if kind == "long":
-        from benchmarks.bench_guard_long import long_pages
+    ``kind="long"`` (or ``"long:N"``, N of them): pages of 50-150 kB built from them
+    (``bench_guard_long.long_pages``)."""
+    if kind == "long" or kind.startswith("long:"):
+        from benchmarks.bench_guard_long import N_PAGES, long_pages
 
-        return long_pages(seed)
+        return long_pages(seed, int(kind[5:]) if kind != "long" else N_PAGES)
     index = PASSAGES / "passages.jsonl"
     if index.is_file():
         by_file: dict[str, list[str]] = {}
@@ -517,7 +518,7 @@ def build_answer(web: LoopbackWeb, urls: Sequence[PlannedUrl], *, quoted: bool =
 def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="serve the loopback web (used by the suite)")
     parser.add_argument("--serve", nargs=2, type=int, metavar=("SEED", "HOSTS"), required=True)
-    parser.add_argument("--pages", default="passages", choices=("passages", "long"))
+    parser.add_argument("--pages", default="passages", help="passages, long or long:N")
     args = parser.parse_args(argv)
     serve(args.serve[0], args.serve[1], args.pages)
     return 0
