@@ -58,6 +58,7 @@ from benchmarks.context import NOW, Config, Context
 RESULTS = Path(__file__).resolve().parent / "results"
 OUT = RESULTS / "longpage.json"
 BANDS_OUT = RESULTS / "longpage_bands.json"
+ORACLE_OUT = RESULTS / "longpage_oracle.json"
 ROWS_OUT = Path("/tmp/citeguard_longpage/rows.jsonl")
 REJECT = ("not_supported", "contradicted")
 BAND_LABELS = ("supported", "uncertain", "not_supported", "contradicted")
@@ -217,6 +218,26 @@ async def score_rows(
         }
         for r, g, a in zip(rows, guard, solo, strict=True)
     ]
+
+
+async def oracle(entailer: Any, split: str = "both") -> dict[str, Any]:
+    """WiCE rows: the entailer on (claim, the annotators' supporting lines) against (claim,
+    whole page): how much a perfect evidence finder would give the model. Per split."""
+    rows = [r for r in ld.load_sets(["wice"])["wice"] if r.get("oracle_evidence")]
+    out: dict[str, Any] = {}
+    for s in ("dev", "held_out") if split == "both" else (split,):
+        part = [r for r in rows if r["split"] == s]
+        if not part:
+            continue
+        pairs = [(r["claim"], r["oracle_evidence"]) for r in part]
+        best = await entailer.score(pairs)
+        whole = await entailer.score([(r["claim"], r["page"].text()) for r in part])
+        y = [r["y"] for r in part]
+        out[f"wice/{s}"] = {
+            "oracle_lines": metrics(y, [x.score for x in best], [x.label for x in best]),
+            "whole_page": metrics(y, [x.score for x in whole], [x.label for x in whole]),
+        }
+    return out
 
 
 def summarise(scored: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -501,6 +522,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--bands-out", type=Path, default=BANDS_OUT, help="the band table")
     ap.add_argument(
+        "--oracle", action="store_true", help="WiCE: supporting lines vs whole page, alone"
+    )
+    ap.add_argument(
         "--kind-by-chars",
         type=int,
         default=0,
@@ -527,6 +551,21 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             await entailer.aclose()
 
+    if args.oracle:
+
+        async def go_oracle() -> dict[str, Any]:
+            from citeguard.checks.entail import LocalEntailer
+
+            entailer = LocalEntailer()
+            try:
+                return await oracle(entailer, args.split)
+            finally:
+                await entailer.aclose()
+
+        got = asyncio.run(go_oracle())
+        ORACLE_OUT.write_text(json.dumps(_finite(got), indent=1) + "\n", encoding="utf-8")
+        print(json.dumps(_finite(got), indent=1))
+        return 0
     if args.from_rows is not None:
         scored = [json.loads(x) for x in args.from_rows.open(encoding="utf-8") if x.strip()]
         res = {"rows": len(scored), "from_rows": str(args.from_rows), "scored": scored}

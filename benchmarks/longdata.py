@@ -20,7 +20,8 @@ question share one), ``split`` (``dev`` or ``held_out``), ``fold`` (0-4, a funct
 group), ``model_trained_on`` (the shipped support model was fitted on this row's pair:
 ``benchmarks/train_support.py`` fits on all WiCE rows, the ExpertQA pool rows whose question is
 not in the AB held-out half, and the AB tune half), ``subset``, ``page`` (:class:`PageSpec`)
-and ``evidence_chars``.
+and ``evidence_chars``; WiCE rows add ``oracle_evidence``, the lines of the first set the
+annotators marked as together supporting the claim (the retrieval a perfect finder would do).
 
 **Split.** AttributionBench rows keep the split every support benchmark uses (sha1 of the id:
 even = tune, odd = held out; ``train_support.load_rows``), so the held-out half stays the one
@@ -263,7 +264,20 @@ def load_sets(
             g = "wice:" + r["group"]
             split = "held_out" if group_fold(g) == HELD_OUT_FOLD else "dev"
             page = wice_page(r["evidence"])
-            out["wice"].append(_row("wice", r, page, group=g, split=split, model_trained_on=True))
+            lines = r["evidence"].split("\n")
+            first = (r.get("supporting_line_sets") or [[]])[0]
+            oracle = "\n".join(lines[i] for i in first if 0 <= i < len(lines)) or None
+            out["wice"].append(
+                _row(
+                    "wice",
+                    r,
+                    page,
+                    group=g,
+                    split=split,
+                    model_trained_on=True,
+                    oracle_evidence=oracle,
+                )
+            )
     if "expertqa" in names and (CLAIMS / "expertqa_pool_train.jsonl").is_file():
         for r in _lines(CLAIMS / "expertqa_pool_train.jsonl"):
             q = r["question"].strip()
