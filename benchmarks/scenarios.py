@@ -36,6 +36,8 @@ from typing import Any
 
 import aiohttp
 
+from benchmarks.bench_guard_long import guard_long
+from benchmarks.bench_longpage import longpage_scenario
 from benchmarks.context import NOW, QUESTION, Config, Context
 from benchmarks.web import DATA, LoopbackWeb, PlannedUrl, build_answer
 from citeguard import Guard
@@ -1724,4 +1726,6 @@ SCENARIOS: dict[str, Scenario] = {
     "repair": repair,
     "report_parse": report_parse,
     "soft404_load": soft404_load,
+    "longpage": longpage_scenario,
+    "guard_long": guard_long,
 }

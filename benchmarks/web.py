@@ -139,19 +139,28 @@ class PageSet:
     names: tuple[str, ...]
     quotes: tuple[tuple[str, ...], ...]
     generated: bool
+    bodies: tuple[bytes, ...] = ()  # built in memory (``load_pages(kind="long")``)
 
     def __len__(self) -> int:
         return len(self.names)
 
     def body(self, i: int, seed: int) -> bytes:
-        """The HTML bytes of page ``i`` (read from shared/data, or generated)."""
+        """The HTML bytes of page ``i`` (read from shared/data, built, or generated)."""
+        if self.bodies:
+            return self.bodies[i]
         if self.generated:
             return _generated_page(seed, i)[0]
         return (PASSAGES / self.names[i]).read_bytes()
 
 
-def load_pages(seed: int) -> PageSet:
-    """Pages of ``shared/data/passages`` with at least one usable exact quote, else generated."""
+def load_pages(seed: int, kind: str = "passages") -> PageSet:
+    """Pages of ``shared/data/passages`` with at least one usable exact quote, else generated.
+    ``kind="long"`` (or ``"long:N"``, N of them): pages of 50-150 kB built from them
+    (``bench_guard_long.long_pages``)."""
+    if kind == "long" or kind.startswith("long:"):
+        from benchmarks.bench_guard_long import N_PAGES, long_pages
+
+        return long_pages(seed, int(kind[5:]) if kind != "long" else N_PAGES)
     index = PASSAGES / "passages.jsonl"
     if index.is_file():
         by_file: dict[str, list[str]] = {}
@@ -285,10 +294,10 @@ class _WebProtocol(_FarmProtocol):
         return response, NEVER_S if ms is None else ms / 1000.0
 
 
-def serve(seed: int, n_hosts: int) -> None:
+def serve(seed: int, n_hosts: int, kind: str = "passages") -> None:
     """Child process: bind every host, print the port, serve until stdin closes."""
     hosts = DEFAULT_HOSTS[:n_hosts]
-    pages = load_pages(seed)
+    pages = load_pages(seed, kind)
     bodies = [pages.body(i, seed) for i in range(len(pages))]
     by_ip = {h.ip: h for h in hosts}
 
@@ -352,17 +361,28 @@ class LoopbackWeb:
     """Start the loopback web in a child process; use as a context manager or call close().
 
     ``n_hosts`` takes the first hosts of :data:`DEFAULT_HOSTS` (the last one, the timeout host,
-    only when all are taken).
+    only when all are taken). ``pages``: the page set (:func:`load_pages`' ``kind``).
     """
 
-    def __init__(self, seed: int = 0, *, n_hosts: int = len(DEFAULT_HOSTS)) -> None:
+    def __init__(
+        self, seed: int = 0, *, n_hosts: int = len(DEFAULT_HOSTS), pages: str = "passages"
+    ) -> None:
         if sys.platform != "linux":
             raise RuntimeError("the loopback web needs Linux (127.0.0.2+ as loopback hosts)")
         self.seed = seed
         self.hosts = DEFAULT_HOSTS[:n_hosts]
-        self.pages = load_pages(seed)
+        self.pages = load_pages(seed, pages)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.web", "--serve", str(seed), str(n_hosts)],
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.web",
+                "--serve",
+                str(seed),
+                str(n_hosts),
+                "--pages",
+                pages,
+            ],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -498,8 +518,9 @@ def build_answer(web: LoopbackWeb, urls: Sequence[PlannedUrl], *, quoted: bool =
 def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="serve the loopback web (used by the suite)")
     parser.add_argument("--serve", nargs=2, type=int, metavar=("SEED", "HOSTS"), required=True)
+    parser.add_argument("--pages", default="passages", help="passages, long or long:N")
     args = parser.parse_args(argv)
-    serve(args.serve[0], args.serve[1])
+    serve(args.serve[0], args.serve[1], args.pages)
     return 0
 
 

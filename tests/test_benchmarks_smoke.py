@@ -77,6 +77,25 @@ def test_guard_latency(suite: dict[str, Any]) -> None:
     assert to["statuses"].get("timeout", 0) >= 1
 
 
+def test_guard_long_pages(suite: dict[str, Any]) -> None:
+    g = suite["scenarios"]["guard_long"]
+    assert g["pages"]["bytes_min"] >= 50_000 and g["pages"]["bytes_max"] <= 150_000
+    for row in g["rows"].values():
+        assert _positive(row["ratio_median"]) and _positive(row["guard_ms_per_claim_median"])
+        assert sum(row["statuses"].values()) >= row["citations"]
+
+
+def test_longpage_support(suite: dict[str, Any]) -> None:
+    lp = suite["scenarios"]["longpage"]
+    if not (DATA / "claims" / "wice_train.jsonl").is_file():
+        assert lp["rows"] == 0
+        return
+    assert lp["rows"] > 0
+    for key, block in lp["summary"].items():
+        assert "held_out" not in key  # the scenario never reads held-out rows
+        assert block["guard"]["rows"] == sum(block["statuses"].values())
+
+
 def test_throughput(suite: dict[str, Any]) -> None:
     t = suite["scenarios"]["throughput"]
     run = t["runs"]["20"]
