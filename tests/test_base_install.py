@@ -146,3 +146,21 @@ def test_the_wheel_carries_the_model(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in ("model_int8.onnx", "tokenizer.json", "manifest.json", "LICENSE", "NOTICE"):
         assert f"citeguard/models_data/minilm/{name}" in names
+
+
+def test_the_base_install_is_within_300_mb(base_venv: Path) -> None:
+    """The whole virtual environment (pip and setuptools included) after the base install:
+    341 MB when the tokenizer was ``tokenizers`` (with huggingface-hub) and htmldate was a base
+    dependency; neither is installed now."""
+    where = base_venv.parent.parent
+    size = sum(
+        (Path(d) / f).stat().st_size
+        for d, _, files in os.walk(where)
+        for f in files
+        if not (Path(d) / f).is_symlink()
+    )
+    assert size <= 300 * 1024 * 1024, f"{size / 2**20:.0f} MB"
+    heavy = ("tokenizers", "huggingface_hub", "htmldate", "lxml")
+    code = f"import importlib.util as u; print([m for m in {heavy!r} if u.find_spec(m)])"
+    out = subprocess.run([str(base_venv), "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -30,6 +30,8 @@ pytestmark = [
     # the module's fixture runs every scenario (~90 s on an idle 2-core machine), inside the
     # first test's time
     pytest.mark.timeout(600),
+    # it runs every scenario and measures loop stalls under load: alone, after the workers
+    pytest.mark.serial,
 ]
 
 

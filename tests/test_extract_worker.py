@@ -129,6 +129,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.serial  # two 0.5 s jobs must end within 0.95 s: a wall-clock margin
 def test_two_workers_run_jobs_side_by_side_and_a_crash_fails_only_its_job() -> None:
     ex = ProcessExtractor(workers=2, job_timeout=20.0)
     try:

@@ -57,12 +57,11 @@ def default_threads() -> int:
 # what the shipped int8 model runs on (base dependencies), each with its distribution
 _RUNTIME_MODULES = (
     ("onnxruntime", "onnxruntime"),
-    ("tokenizers", "tokenizers"),
     ("numpy", "numpy"),
 )
 
 #: how to get the local model back when its runtime is missing (a ``--no-deps`` install)
-LOCAL_MODEL_HINT = "pip install citeguard-agent (onnxruntime, tokenizers and numpy come with it)"
+LOCAL_MODEL_HINT = "pip install citeguard-agent (onnxruntime and numpy come with it)"
 
 
 def local_model_missing() -> str | None:

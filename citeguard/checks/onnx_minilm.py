@@ -3,9 +3,10 @@
 The int8 model and its tokenizer ship inside the package (``citeguard/models_data/minilm/``:
 ``model_int8.onnx``, ~23 MB, and ``tokenizer.json``), built once at development time by
 ``scripts/build_minilm_onnx.py`` from the bundled all-MiniLM-L6-v2 weights (torch's exporter,
-then ONNX Runtime's dynamic int8 quantisation). At run time it needs only ``onnxruntime``,
-``tokenizers`` and ``numpy`` (base dependencies): no torch, no sentence-transformers, nothing
-built or downloaded. ``manifest.json`` records both files' sha256; :meth:`OnnxMiniLMEncoder.load`
+then ONNX Runtime's dynamic int8 quantisation). At run time it needs only ``onnxruntime``
+and ``numpy`` (base dependencies; the tokenizer is :mod:`citeguard.checks.wordpiece`, which
+reads ``tokenizer.json``): no torch, no sentence-transformers, nothing built or downloaded.
+``manifest.json`` records both files' sha256; :meth:`OnnxMiniLMEncoder.load`
 checks them and refuses a file that does not match (:class:`~citeguard.errors.EntailerError`).
 
 Why int8 on ONNX Runtime: on two CPU cores it scored ~1.8-3x as many pairs per second as torch
@@ -30,6 +31,7 @@ import numpy as np
 
 from citeguard.checks.minilm import default_threads
 from citeguard.checks.support import Encoded, _content_table, _unit_rows
+from citeguard.checks.wordpiece import WordPiece
 from citeguard.errors import EntailerError
 
 __all__ = [
@@ -42,11 +44,11 @@ __all__ = [
 ENCODER_NAME = "minilm-onnx-int8"
 MODEL_FILE = "model_int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
-_RUNTIME = ("onnxruntime", "tokenizers")
+_RUNTIME = ("onnxruntime",)
 
 
 def onnx_available() -> bool:
-    """Whether ONNX Runtime and ``tokenizers`` are installed (looked up, not imported)."""
+    """Whether ONNX Runtime is installed (looked up, not imported)."""
     try:
         return all(importlib.util.find_spec(m) is not None for m in _RUNTIME)
     except (ImportError, ValueError):
@@ -103,7 +105,7 @@ class OnnxMiniLMEncoder:
 
     @property
     def tokenizer(self) -> Any:
-        """The ``tokenizers.Tokenizer`` (loaded on first use)."""
+        """The :class:`~citeguard.checks.wordpiece.WordPiece` tokenizer (loaded on first use)."""
         self.load()
         return self._tokenizer
 
@@ -114,24 +116,26 @@ class OnnxMiniLMEncoder:
                 return
             try:
                 import onnxruntime as ort
-                from tokenizers import Tokenizer
-            except ImportError as exc:  # base dependencies, missing only after --no-deps
+            except ImportError as exc:  # a base dependency, missing only after --no-deps
                 raise EntailerError(
-                    f"the local model needs onnxruntime and tokenizers ({exc}); install "
+                    f"the local model needs onnxruntime ({exc}); install "
                     f"citeguard-agent with its dependencies: pip install citeguard-agent"
                 ) from exc
             directory = self._dir or shipped_model_dir()
             model, manifest = _verified(directory)
             try:
-                tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))
-                tokenizer.enable_truncation(max_length=int(manifest["max_seq_length"]))
-                tokenizer.no_padding()  # one text a pass (see encode)
+                # one text a pass, unpadded (see encode)
+                tokenizer = WordPiece.from_file(
+                    directory / TOKENIZER_FILE, max_length=int(manifest["max_seq_length"])
+                )
                 options = ort.SessionOptions()
                 options.intra_op_num_threads = self._threads or default_threads()
                 options.inter_op_num_threads = 1
                 options.log_severity_level = 3
                 session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
-            except Exception as exc:  # tokenizers' and ORT's own error types
+            except EntailerError:
+                raise
+            except Exception as exc:  # ORT's own error types
                 raise EntailerError(f"cannot load the ONNX model from {directory}: {exc}") from exc
             self._tokenizer = tokenizer
             self._content_ids = _content_table(tokenizer.get_vocab())

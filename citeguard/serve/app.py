@@ -37,7 +37,7 @@ from citeguard.serve.limits import KeyLimits, LimitExceeded
 from citeguard.serve.metrics import Metrics, sample_loop_lag
 from citeguard.serve.overrides import bounded_policy
 from citeguard.serve.proxy import Record, guarded_call, guarded_stream, open_stream
-from citeguard.serve.settings import Settings, key_id
+from citeguard.serve.settings import Settings, key_id, serve_policy
 from citeguard.serve.upstream import Upstream, UpstreamError
 from citeguard.serve.verdicts import log_summary, verdict_json
 from citeguard.serve.worker import GuardLoop
@@ -139,6 +139,7 @@ def _upstream(settings: Settings, root: str | None, style: str) -> Upstream | No
 def create_app(settings: Settings | None = None) -> FastAPI:
     """The service's app; ``uvicorn.run(create_app(settings))`` serves it."""
     settings = settings or Settings()
+    settings = settings.model_copy(update={"policy": serve_policy(settings)})
     metrics = Metrics()
     edge_state = _EdgeState()
 

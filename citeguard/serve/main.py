@@ -15,13 +15,21 @@ from typing import Any, Literal
 from citeguard.errors import PolicyError
 from citeguard.serve.settings import (
     ENV_PREFIX,
+    UPSTREAM_KEY_ENV,
     Settings,
     load_policy,
     read_secret_lines,
     settings_from,
 )
 
-__all__ = ["add_arguments", "listen", "runtime_of", "serve_main", "settings_of"]
+__all__ = [
+    "add_arguments",
+    "listen",
+    "runtime_of",
+    "serve_main",
+    "settings_of",
+    "upstream_line",
+]
 
 # flag → (settings field, environment variable)
 _OPTIONS: dict[str, tuple[str, str]] = {
@@ -40,8 +48,15 @@ _OPTIONS: dict[str, tuple[str, str]] = {
     "upstream_read_timeout": ("upstream_read_timeout", "UPSTREAM_READ_TIMEOUT"),
     "drain_seconds": ("drain_seconds", "DRAIN_SECONDS"),
     "runtime": ("runtime", "RUNTIME"),
+    "max_header_bytes": ("max_header_bytes", "MAX_HEADER_BYTES"),
+    "http_parser": ("http_parser", "HTTP_PARSER"),
+    "judge_model": ("judge_model", "JUDGE_MODEL"),
 }
-_FLAGS = {"allow_unauthenticated": "ALLOW_UNAUTHENTICATED", "log_answers": "LOG_ANSWERS"}
+_FLAGS = {
+    "allow_unauthenticated": "ALLOW_UNAUTHENTICATED",
+    "log_answers": "LOG_ANSWERS",
+    "allow_private": "ALLOW_PRIVATE",
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,8 +89,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--stream-mode", choices=["hold", "annotate"], help="default stream mode")
     p.add_argument("--api-keys-file", metavar="FILE", help="clients' API keys, one a line")
-    p.add_argument("--upstream-api-key-file", metavar="FILE", help="the key sent to the upstream")
+    p.add_argument(
+        "--upstream-api-key-file",
+        metavar="FILE",
+        help="the key sent to the upstream (or CITEGUARD_UPSTREAM_API_KEY; neither: each "
+        "request forwards the client's own key)",
+    )
+    p.add_argument(
+        "--judge-model",
+        metavar="NAME",
+        help="uncertain claims go to the upstream's /v1/chat/completions with this model "
+        "(metered and budgeted like any judge; CITEGUARD_JUDGE_MODEL)",
+    )
+    p.add_argument(
+        "--allow-private",
+        action="store_true",
+        default=None,
+        help="fetch cited URLs on loopback and private addresses (CITEGUARD_ALLOW_PRIVATE)",
+    )
     p.add_argument("--max-body-bytes", help="request body cap (default 2 MiB)")
+    p.add_argument(
+        "--max-header-bytes",
+        help="request line and headers cap, past it 431 (default 64 KiB; "
+        "CITEGUARD_MAX_HEADER_BYTES)",
+    )
+    p.add_argument(
+        "--http-parser",
+        choices=["auto", "httptools", "h11"],
+        help="uvicorn's HTTP parser (default auto: httptools when installed; "
+        "CITEGUARD_HTTP_PARSER)",
+    )
     p.add_argument("--body-timeout", help="seconds a client may take to send its body")
     p.add_argument("--per-key-concurrency", help="requests in flight per API key (default 32)")
     p.add_argument("--per-key-rate", help="requests per second per API key (default: none)")
@@ -127,16 +170,49 @@ def settings_of(args: argparse.Namespace, env: Mapping[str, str]) -> Settings:
         keys += read_secret_lines(keys_file)
     if keys:
         values["api_keys"] = frozenset(keys)
-    upstream_key = env.get(ENV_PREFIX + "UPSTREAM_API_KEY")
+    upstream_key = env.get(UPSTREAM_KEY_ENV)
+    source = UPSTREAM_KEY_ENV if upstream_key else None
     key_file = getattr(args, "upstream_api_key_file", None) or env.get(
         ENV_PREFIX + "UPSTREAM_API_KEY_FILE"
     )
     if key_file:
         lines = read_secret_lines(key_file)
         upstream_key = lines[0] if lines else None
+        source = f"the file {key_file}" if upstream_key else None
     if upstream_key:
         values["upstream_api_key"] = upstream_key
+        values["upstream_api_key_source"] = source
     return settings_from(values)
+
+
+def upstream_line(settings: Settings, env: Mapping[str, str]) -> dict[str, Any]:
+    """The start log's line on the upstream: where its key comes from (never the key) and the
+    judge, if any. Raises PolicyError for a judge that could not be sent the key."""
+    line: dict[str, Any] = {"event": "upstream", "url": settings.upstream}
+    if settings.upstream is None:
+        line["key"] = "no upstream: the proxy routes answer 503, /v1/check works"
+    elif settings.upstream_api_key is not None:
+        line["key"] = f"from {settings.upstream_api_key_source}"
+    elif settings.authenticated:
+        line["key"] = (
+            "none: each request forwards the client's X-Upstream-Api-Key header (clients "
+            "authenticate to the guard with a CITEGUARD_API_KEYS key); set "
+            f"{UPSTREAM_KEY_ENV} to use one key for all"
+        )
+    else:
+        line["key"] = (
+            "none: each request forwards the client's own Authorization (or x-api-key); set "
+            f"{UPSTREAM_KEY_ENV} to use one key for all"
+        )
+    if settings.judge_model:
+        if settings.upstream_api_key is not None and not env.get(UPSTREAM_KEY_ENV):
+            raise PolicyError(
+                f"--judge-model sends the upstream key from {UPSTREAM_KEY_ENV}; with a key "
+                "file, set the variable instead"
+            )
+        key = f"from {UPSTREAM_KEY_ENV}" if env.get(UPSTREAM_KEY_ENV) else "none"
+        line["judge"] = f"{settings.judge_model} at the upstream, key {key}"
+    return line
 
 
 class _JsonLines(logging.Formatter):
@@ -176,12 +252,27 @@ def runtime_of(args: argparse.Namespace, env: Mapping[str, str]) -> Literal["tun
     return settings_from({"runtime": chosen}).runtime
 
 
+# the most asyncio reads from a socket at once (selector_events.max_size)
+_READ_SIZE = 256 * 1024
+
+
+def _parser(settings: Settings) -> Literal["httptools", "h11"]:
+    if settings.http_parser != "auto":
+        return settings.http_parser
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return "h11"
+    return "httptools"
+
+
 def serve_main(args: argparse.Namespace, *, env: Mapping[str, str] | None = None) -> int:
     """Run the service until SIGINT/SIGTERM (requests in flight drain first)."""
     try:
         import uvicorn
 
         from citeguard.serve.app import create_app
+        from citeguard.serve.http_head import protocol_class
     except ImportError as e:
         from citeguard.errors import MissingExtraError
 
@@ -193,8 +284,12 @@ def serve_main(args: argparse.Namespace, *, env: Mapping[str, str] | None = None
     _logging()
     sock = listen(settings.host, settings.port)
     host, port = sock.getsockname()[:2]
+    print(json.dumps(upstream_line(settings, env_map)), file=sys.stderr, flush=True)
     config = uvicorn.Config(
         create_app(settings),
+        http=protocol_class(_parser(settings), settings.max_header_bytes),
+        # h11's own limit (a 400) above the head cap, so the answer is the cap's 431
+        h11_max_incomplete_event_size=settings.max_header_bytes + _READ_SIZE,
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=int(settings.drain_seconds),

@@ -23,16 +23,21 @@ from citeguard.policy import Policy
 __all__ = [
     "ENV_PREFIX",
     "SERVE_ON_FAIL",
+    "UPSTREAM_KEY_ENV",
     "Settings",
+    "judge_base_url",
     "key_id",
     "load_policy",
     "read_secret_lines",
+    "serve_policy",
     "service_policy",
 ]
 
 ENV_PREFIX = "CITEGUARD_"
 DEFAULT_PORT = 8787
 DEFAULT_MAX_BODY_BYTES = 2 * 1024 * 1024
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024
+UPSTREAM_KEY_ENV = ENV_PREFIX + "UPSTREAM_API_KEY"
 #: the service fails closed: when no attempt passes, the failing claims are cut and the answer
 #: is marked as the API marks what its own content filter cut (docs/serve.md, "When every
 #: attempt fails"); a policy that names ``on_fail`` (``return``: the old way) keeps its own
@@ -85,6 +90,18 @@ class Settings(BaseModel):
     # start-up heap, full collections when idle); the `citeguard serve` command's default. An
     # app that embeds create_app keeps "default" (process-wide switches are its own to set).
     runtime: Literal["tuned", "default"] = "default"
+    # the longest request head (request line and headers) read; past it: 431 and the connection
+    # closed (citeguard/serve/http_head.py)
+    max_header_bytes: int = Field(DEFAULT_MAX_HEADER_BYTES, ge=1024)
+    # uvicorn's HTTP parser: "auto" is httptools when installed (the serve extra), else h11
+    http_parser: Literal["auto", "httptools", "h11"] = "auto"
+    # the following two are folded into ``policy`` by create_app (serve_policy)
+    # fetch loopback and private addresses (policy.fetch.allow_private_addresses)
+    allow_private: bool = False
+    # uncertain claims go to the upstream itself with this model (policy.judge)
+    judge_model: str | None = None
+    # where the upstream key came from, for the start log (never the key): "env", "file" or None
+    upstream_api_key_source: str | None = None
 
     @property
     def authenticated(self) -> bool:
@@ -130,6 +147,32 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     if not isinstance(data, Mapping):
         raise PolicyError(f"the policy {path} must be a JSON object")
     return Policy.model_validate({"on_fail": SERVE_ON_FAIL, **data})
+
+
+def judge_base_url(upstream: str) -> str:
+    """The chat-completions root (``.../v1``) of an upstream given with or without ``/v1``."""
+    root = upstream.rstrip("/")
+    return root if root.endswith("/v1") else root + "/v1"
+
+
+def serve_policy(settings: Settings) -> Policy:
+    """``settings.policy`` with ``allow_private`` and ``judge_model`` applied: the judge is the
+    upstream itself (its ``/v1/chat/completions``, the key from ``CITEGUARD_UPSTREAM_API_KEY``),
+    metered and budgeted like any judge (``Policy.judge`` prices, ``Policy.cost_budget``)."""
+    policy = settings.policy
+    if settings.allow_private:
+        policy = policy.replace(fetch={"allow_private_addresses": True})
+    if settings.judge_model:
+        if not settings.upstream:
+            raise PolicyError("--judge-model asks the upstream: give --upstream too")
+        policy = policy.replace(
+            judge={
+                "base_url": judge_base_url(settings.upstream),
+                "model": settings.judge_model,
+                "api_key_env": UPSTREAM_KEY_ENV,
+            }
+        )
+    return policy
 
 
 def settings_from(values: Mapping[str, object]) -> Settings:

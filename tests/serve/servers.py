@@ -87,6 +87,14 @@ class Loop:
         self.thread.join(10)
 
 
+async def start_runner(runner: web.AppRunner) -> int:
+    """Set ``runner`` up on 127.0.0.1, any free port; that port."""
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return int(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+
+
 def _page(title: str, text: str) -> str:
     return (
         f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>"
@@ -114,10 +122,7 @@ class Pages:
         return handler
 
     async def _start(self) -> int:
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        return int(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        return await start_runner(self.runner)
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -146,10 +151,7 @@ class FakeUpstream:
         self.port = loop.run(self._start())
 
     async def _start(self) -> int:
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0)
-        await site.start()
-        return int(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        return await start_runner(self.runner)
 
     @property
     def url(self) -> str:

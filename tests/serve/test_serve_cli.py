@@ -5,47 +5,16 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import os
 import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 import httpx
 import pytest
 
 from serve.answers import good
+from serve.processes import Served, run_bare, start, stop, wait_ready
 from serve.servers import FakeUpstream, Pages, serve_policy
-
-
-class Served(NamedTuple):
-    proc: subprocess.Popen[str]
-    url: str
-    log: list[str]  # stderr lines after "listening", read as they come (the pipe never fills)
-    reader: threading.Thread
-
-
-def _start(args: list[str], env: dict[str, str]) -> Served:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "citeguard", "serve", *args],
-        env={**os.environ, **env},
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        event = json.loads(line) if line.startswith("{") else {}
-        if event.get("event") == "listening":
-            log: list[str] = []
-            reader = threading.Thread(target=log.extend, args=(proc.stderr,), daemon=True)
-            reader.start()
-            return Served(proc, event["url"], log, reader)
-    proc.wait(30)
-    raise AssertionError(f"citeguard serve exited {proc.returncode} before listening")
 
 
 @pytest.fixture
@@ -65,24 +34,16 @@ def served(tmp_path: Path, policy_file: Path, upstream: FakeUpstream) -> Iterato
         "CITEGUARD_API_KEYS": "sk-env-key",
         "CITEGUARD_UPSTREAM_API_KEY": "sk-upstream",
     }
-    served = _start(["--port", "0", "--api-keys-file", str(keys)], env)
+    served = start(["--port", "0", "--api-keys-file", str(keys)], env)
     try:
         yield served
     finally:
-        if served.proc.poll() is None:
-            served.proc.kill()
-            served.proc.wait(30)
-
-
-def _wait_ready(url: str) -> None:
-    with httpx.Client(timeout=60) as client:
-        while client.get(f"{url}/readyz").status_code != 200:
-            pass
+        stop(served)
 
 
 def test_serve_process_end_to_end(served: Served, upstream: FakeUpstream, pages: Pages) -> None:
     proc, url = served.proc, served.url
-    _wait_ready(url)
+    wait_ready(url)
     for key in ("sk-env-key", "sk-file-key"):
         r = httpx.post(
             f"{url}/v1/check",
@@ -132,13 +93,7 @@ def test_serve_process_end_to_end(served: Served, upstream: FakeUpstream, pages:
 
 
 def test_no_key_binds_loopback_only(policy_file: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "citeguard", "serve", "--host", "0.0.0.0", "--port", "0"],
-        env={k: v for k, v in os.environ.items() if not k.startswith("CITEGUARD_")},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = run_bare(["--host", "0.0.0.0", "--port", "0"])
     assert out.returncode == 2
     assert "binds to 127.0.0.1 only" in out.stderr
     assert "Traceback" not in out.stderr
