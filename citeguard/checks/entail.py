@@ -53,7 +53,12 @@ from citeguard.checks._consistency import (
     clean_claim,
     content_words,
 )
-from citeguard.checks.bands import NLI_BANDS, SupportBands, WordOverlapCalibration
+from citeguard.checks.bands import (
+    NLI_BANDS,
+    SupportBands,
+    WordOverlapCalibration,
+    whole_page_bands,
+)
 from citeguard.checks.judge import ChatJudge
 from citeguard.checks.minilm import (
     LOCAL_MODEL_HINT,
@@ -755,12 +760,20 @@ class LocalEntailer(_ExecutorOwner):
                 out.append(self._decide(p, window, facts))
             return out
         windows: list[_Window | None] = []
+        scorer = self._scorer()
+        whole: list[bool] = []
         for claim, evidence in pairs:
+            # a whole page is read through its shared lexicon: the units that can matter
+            lexicon = scorer.lexicon(evidence)
+            whole.append(lexicon is not None)
+            if lexicon is not None:
+                text = clean_claim(claim)
+                evidence = lexicon.reduced(text, content_words(text))
             got = support_input(claim, evidence, self._policy)
             windows.append(None if got is None else got[0])
             _yield_gil()
         todo = [i for i, w in enumerate(windows) if w is not None]
-        results = self._scorer().score([pairs[i] for i in todo]) if todo else []
+        results = scorer.score([pairs[i] for i in todo]) if todo else []
         by_index = dict(zip(todo, results, strict=True))
         for i, ((claim, evidence), win) in enumerate(zip(pairs, windows, strict=True)):
             if win is None:
@@ -771,7 +784,7 @@ class LocalEntailer(_ExecutorOwner):
                 f"P(supported) {prob:.2f}, "
                 f"{win.consistency.sentence_coverage:.0%} of claim words in the closest sentences"
             )
-            out.append(self._decide(prob, win, facts))
+            out.append(self._decide(prob, win, facts, whole_page=whole[i]))
         return out
 
     @property
@@ -798,10 +811,25 @@ class LocalEntailer(_ExecutorOwner):
 
         return SupportModel.load(ARTIFACTS.get(self._encoder_name, ARTIFACT_PATH))
 
-    def _decide(self, p: float, window: _Window, facts: str) -> EntailmentScore:
+    @property
+    def whole_page_bands(self) -> SupportBands:
+        """The thresholds P(supported) is read with when the evidence is a whole page (at least
+        :data:`~citeguard.checks.page_lexicon.LEXICON_MIN_CHARS`): chosen out of fold on whole-page
+        development data (``support_bands_whole_page.json``); the passage bands when the
+        artefact has none for this encoder. ``EntailmentPolicy`` overrides apply to both."""
+        if self._legacy:
+            return self.bands
+        found = whole_page_bands(self._encoder_name)
+        if found is None:
+            return self.bands
+        return found.overridden(self._policy)
+
+    def _decide(
+        self, p: float, window: _Window, facts: str, *, whole_page: bool = False
+    ) -> EntailmentScore:
         cons = window.consistency
         problems = cons.describe()
-        bands = self.bands
+        bands = self.whole_page_bands if whole_page else self.bands
         label: EntailmentLabel = bands.label(p)
         contra = 0.0
         if cons.is_contradiction:

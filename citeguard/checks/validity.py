@@ -27,6 +27,8 @@ from citeguard.checks.entail import (
 )
 from citeguard.checks.freshness import find_caveat
 from citeguard.checks.minilm import LOCAL_MODEL_HINT
+from citeguard.checks.page_lexicon import LEXICON_MIN_CHARS
+from citeguard.checks.page_meta import page_evidence, without_citation_artefacts
 from citeguard.checks.passage import (
     PreparedText,
     find_as_written,
@@ -107,6 +109,12 @@ class ExtractedPage:
         if len(text.text) <= _PREBUILT_INDEX_CHARS:
             text.sentences()
         return cls(page=page, text=text, main=main)
+
+    @functools.cached_property
+    def evidence(self) -> str:
+        """The whole-page evidence a paraphrased claim is judged on (title, site, date, then the
+        text: :func:`~citeguard.checks.page_meta.page_evidence`), built once per page."""
+        return page_evidence(self.page)
 
     @property
     def indexed(self) -> bool:
@@ -387,9 +395,9 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, judged: bool
         pair.passage = match
         failed = _failed_passage(match, quoted=bool(pair.quote))
         if failed is not None and judged and _relevant(pair, match, policy):
-            # a loose paraphrase of a page that covers the claim: the entailer decides,
-            # reading the page's best windows
-            pair.evidence = page.text
+            # a paraphrase the passage step could not place: the entailer decides on the
+            # whole page (where a long page states it, its parts may stand far apart)
+            _judge_on_page(pair, ext)
             return
         if failed is not None:
             pair.status, pair.reason = failed
@@ -402,7 +410,20 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, judged: bool
         window_chars = policy.entailment.window_chars
         if pair.quote and verified and _quote_as_evidence(pair, page, window_chars):
             return
+    if judged and not pair.quote:
+        _judge_on_page(pair, ext)
+        return
     pair.evidence = _evidence_window(page.text, pair.passage, policy.entailment.window_chars)
+
+
+def _judge_on_page(pair: _Pair, ext: ExtractedPage) -> None:
+    """An unquoted claim is judged on the whole page (its metadata first), without the
+    citation artefacts it carries (:mod:`citeguard.checks.page_meta`); the evidence shown is
+    what the entailer found there."""
+    pair.evidence = ext.evidence
+    judged = without_citation_artefacts(pair.claim_text)
+    if judged != pair.claim_text:
+        pair.judged = judged
 
 
 def _wants_score(pair: _Pair) -> bool:
@@ -508,6 +529,11 @@ async def judge_uncertain(
         return
     first = {id(p): p.entailment for p in asked}
     for p in asked:
+        # a claim judged on a whole page goes to the judge with the evidence the first backend
+        # found there (its best sentences), not the page
+        found = p.entailment.evidence if p.entailment is not None else ""
+        if found.strip() and p.evidence is not None and len(p.evidence) >= LEXICON_MIN_CHARS:
+            p.evidence = found
         p.entailment = None
     await score_pairs(judge, asked, cache=cache, on_uncertain="warn")
     for p in asked:

@@ -1,0 +1,226 @@
+"""Claim support on whole pages, through the guard: band tables per kind of evidence, and the
+whole-page bands chosen on development rows.
+
+    python -m benchmarks.bench_longpage_bands --calibrate   # choose the whole-page bands
+    python -m benchmarks.bench_longpage_bands               # the report (held-out rows)
+
+Sets (``../shared/data``):
+
+- **AB-long**: AttributionBench dev pairs, each evidence passage placed, at a random position
+  (seeded by the row), inside the text of a real page of ``passages/`` (5-300 kB), served as an
+  HTML page at the row's URL. Only AB's *held-out* half (``benchmarks/train_support.py``: the
+  support model never saw it) is used, split again by question group: the **band-dev** half
+  (``sha1(question)`` even) chooses the whole-page bands, the **report** half (odd) is never
+  tuned on.
+- **WiCE**: claims with the full text of the article they cite. The support model was fitted on
+  these rows (``wice_train``): its figures are shown, but are in-sample for the model and
+  take no part in the band choice.
+
+Every row is one answer citing one page, checked by ``Guard.check`` against a loopback server,
+default policy (local model), four checks in flight. Per set: ROC AUC of the P(supported) the
+guard reports, the outcome shares (hard-rejected / flagged uncertain / passed clean) per label,
+and the confident gate's coverage and agreement. The short-passage rows of the same AB half
+(``bench_support_bands``) are the other kind of evidence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks import bench_support_bands as bsb
+from benchmarks import train_support as ts
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+OUT = ROOT / "benchmarks" / "results" / "longpage_bands.json"
+ARTEFACT = ROOT / "citeguard" / "checks" / "support_bands_whole_page.json"
+
+
+def _filler_texts() -> list[str]:
+    """The visible text of the real pages of ``passages/`` over 5 kB (as citeguard reads them)."""
+    from citeguard.web.page import extract_page
+
+    out = []
+    for f in sorted((DATA / "passages").glob("*.html")):
+        page = extract_page(f.read_bytes(), url=f"http://filler.example/{f.name}")
+        if len(page.text) > 5_000:
+            out.append(page.text)
+    return out
+
+
+def _html(title: str, paragraphs: Sequence[str]) -> bytes:
+    body = "".join(f"<p>{html.escape(p.strip())}</p>" for p in paragraphs if p.strip())
+    t = html.escape(title[:80])
+    return (
+        f'<!doctype html><html><head><meta charset="utf-8"><title>{t}</title></head>'
+        f"<body><article><h1>{t}</h1>{body}</article></body></html>"
+    ).encode()
+
+
+def ab_long_rows() -> list[dict[str, Any]]:
+    """AB's held-out half, each with ``page`` (its evidence inside a real page's text) and
+    ``part`` ``band_dev`` or ``report``."""
+    fill = _filler_texts()
+    rows = []
+    for r in bsb.ab_rows():
+        if r["part"] != "held_out":
+            continue
+        rnd = random.Random(ts._sha(r["id"]))
+        paras = fill[rnd.randrange(len(fill))].split("\n")
+        k = rnd.randrange(len(paras) + 1)
+        r = dict(r)
+        r["page_paragraphs"] = paras[:k] + r["evidence"].split("\n") + paras[k:]
+        r["part"] = "band_dev" if int(ts._sha(r["question"]), 16) % 2 == 0 else "report"
+        rows.append(r)
+    return rows
+
+
+def wice_rows(limit: int | None = None) -> list[dict[str, Any]]:
+    rows = []
+    for line in (DATA / "claims" / "wice_train.jsonl").open(encoding="utf-8"):
+        r = json.loads(line)
+        r["y"] = int(r["label"] == "supported")
+        r["question"] = r.get("wiki_title") or ""
+        r["urls"] = []
+        r["page_paragraphs"] = r["evidence"].split("\n")
+        r["part"] = "in_sample"
+        rows.append(r)
+    if limit:
+        rows = random.Random(0).sample(rows, min(limit, len(rows)))
+    return rows
+
+
+def _pages(rows: Sequence[dict[str, Any]]) -> list[bsb.ClaimPage]:
+    pages = bsb.claim_pages(rows)
+    return [
+        bsb.ClaimPage(p.row, p.url, _html(p.row["question"], p.row["page_paragraphs"]), p.answer)
+        for p in pages
+    ]
+
+
+async def through_guard(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row's outcome, status, support label and P(supported) under the default policy."""
+    from citeguard import Guard
+
+    pages = _pages(rows)
+    server = bsb.page_server(pages)
+    await server.start()
+    try:
+        async with Guard(bsb._policy(None), resolver=server.resolver()) as guard:
+            verdicts = await bsb._check_all(guard, [p.answer for p in pages])
+    finally:
+        await server.aclose()
+    out = []
+    for v in verdicts:
+        c = v.citations[0] if v.citations else None
+        claim = v.claims[0] if v.claims else None
+        check = claim.checks[0] if claim is not None and claim.checks else None
+        ent = check.entailment if check is not None else None
+        out.append(
+            {
+                "outcome": bsb._outcome(v),
+                "status": c.status.value if c is not None else "none",
+                "label": ent.label if ent is not None else None,
+                "p": ent.score if ent is not None else 0.0,
+                "backend": ent.backend if ent is not None else None,
+            }
+        )
+    return out
+
+
+def _auc(y: np.ndarray, p: np.ndarray) -> float | None:
+    from sklearn.metrics import roc_auc_score
+
+    return round(float(roc_auc_score(y, p)), 4) if 0 < y.sum() < len(y) else None
+
+
+def summary(rows: Sequence[dict[str, Any]], got: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    y = np.array([r["y"] for r in rows])
+    p = np.array([g["p"] for g in got])
+    labels = [g["label"] for g in got]
+    confident = [i for i, lab in enumerate(labels) if lab in ("supported", "not_supported")]
+    agree = sum((labels[i] == "supported") == (y[i] == 1) for i in confident)
+    sup = [i for i in range(len(rows)) if y[i] == 1]
+    return {
+        **bsb.claim_tally(rows, [g["outcome"] for g in got]),
+        "auc_through_guard": _auc(y, p),
+        "confident_coverage": round(len(confident) / len(rows), 4) if rows else None,
+        "confident_agreement": round(agree / len(confident), 4) if confident else None,
+        "labels": dict(Counter(str(lab) for lab in labels).most_common()),
+        "supported_reject_statuses": dict(
+            Counter(got[i]["status"] for i in sup if got[i]["outcome"] == "rejected")
+        ),
+    }
+
+
+async def calibrate() -> dict[str, Any]:
+    """Choose the whole-page bands on AB-long's band-dev rows (rejections >= 90% right,
+    acceptances >= 85% right) and write them to the artefact."""
+    from citeguard.checks.entail import LocalEntailer
+
+    rows = [r for r in ab_long_rows() if r["part"] == "band_dev"]
+    got = await through_guard(rows)
+    keep = [i for i, g in enumerate(got) if g["backend"] == "local"]
+    y = np.array([rows[i]["y"] for i in keep])
+    p = np.array([got[i]["p"] for i in keep])
+    chosen = bsb.choose_bands(y, p)
+    encoder = LocalEntailer().encoder_name
+    entry = {
+        "reject_below": chosen["reject_below"],
+        "accept_from": chosen["accept_from"],
+        "chosen_by": "benchmarks/bench_longpage_bands.py --calibrate",
+        "chosen_on": (
+            f"P(supported) through Guard.check of {len(keep)} AB-long band-dev rows (AB held-out "
+            "half, questions with even sha1; evidence inside a real page's text)"
+        ),
+        "rule": "rejections >= 90% right, acceptances >= 85% right (cuts of >= 20 rows)",
+        "figures_on_band_dev": chosen["out_of_fold"],
+    }
+    data = json.loads(ARTEFACT.read_text()) if ARTEFACT.exists() else {}
+    data[encoder] = entry
+    ARTEFACT.write_text(json.dumps(data, indent=2) + "\n")
+    return {"encoder": encoder, **entry}
+
+
+async def report(wice_limit: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    rows = [r for r in ab_long_rows() if r["part"] == "report"]
+    t = time.perf_counter()
+    out["ab_long_report"] = {**summary(rows, await through_guard(rows))}
+    out["ab_long_report"]["seconds"] = round(time.perf_counter() - t, 1)
+    print("ab_long_report", json.dumps(out["ab_long_report"]), flush=True)
+    if wice_limit:
+        rows = wice_rows(wice_limit)
+        out["wice_in_sample"] = summary(rows, await through_guard(rows))
+        print("wice_in_sample", json.dumps(out["wice_in_sample"]), flush=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--calibrate", action="store_true")
+    ap.add_argument("--wice", type=int, default=300, help="WiCE rows (0: none)")
+    args = ap.parse_args()
+    if args.calibrate:
+        print(json.dumps(asyncio.run(calibrate()), indent=2))
+        return
+    res = asyncio.run(report(args.wice if args.wice else 0))
+    old = json.loads(OUT.read_text()) if OUT.exists() else {}
+    old["after"] = res
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(old, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""A paraphrased claim is judged on the whole page (its metadata first), not on one window
+around a passage match; its citation artefacts are not facts the page must repeat; a whole
+page is read through one shared lexicon. Real aiohttp farm, real Guard, the real local model
+where the outcome is the model's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from conftest import Farm
+
+from citeguard import EntailmentPolicy, EntailmentScore, FetchPolicy, Guard, Policy
+from citeguard.checks.page_lexicon import LEXICON_MIN_CHARS, PageLexicon
+from citeguard.checks.page_meta import without_citation_artefacts
+from citeguard.checks.support import prepare_pair
+
+NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def _filler(n: int) -> str:
+    """``n`` paragraphs of distinct sentences about nothing the claims say."""
+    return "".join(
+        f"<p>Paragraph {i} lists inventory item {i * 7} of the warehouse catalogue, shelf "
+        f"{chr(65 + i % 26)}{i}, checked by clerk number {1000 + i}.</p>"
+        for i in range(n)
+    )
+
+
+FACT = "<p>The harbour authority opened the new container terminal after years of planning.</p>"
+YEAR = "<p>Construction of the terminal ended in 2019, on schedule and under budget.</p>"
+LONG_PAGE = (
+    "<html><head><title>Harbour news</title></head><body><article>"
+    f"{FACT}{_filler(60)}{YEAR}{_filler(40)}</article></body></html>"
+)
+CLAIM = "The harbour authority opened the new container terminal in 2019."
+
+
+class Recorder:
+    """An entailer that says uncertain and remembers what it was asked."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
+        self.asked.extend(pairs)
+        return [
+            EntailmentScore(label="uncertain", score=0.5, backend=self.name, reason="?")
+            for _ in pairs
+        ]
+
+
+def _policy(**entailment: object) -> Policy:
+    fetch = FetchPolicy(allow_private_addresses=True, url_timeout=5.0, retries=0)
+    return Policy(fetch=fetch, entailment=EntailmentPolicy(on_uncertain="warn", **entailment))
+
+
+async def test_a_fact_whose_parts_stand_far_apart_is_judged_on_all_of_them(farm: Farm) -> None:
+    url = farm.add("port.example.com", "/terminal", body=LONG_PAGE)
+    recorder = Recorder()
+    async with Guard(_policy(), resolver=farm.resolver, entailer=recorder, now=lambda: NOW) as g:
+        verdict = await g.check(f"{CLAIM} [1]\n\n[1] {url}\n")
+    ((claim, evidence),) = recorder.asked
+    assert claim.startswith("The harbour authority")
+    # the year sits 60 paragraphs below the sentence that matches the claim: a window around
+    # the match never held it
+    assert "opened the new container terminal" in evidence
+    assert "ended in 2019" in evidence
+    assert verdict.citations[0].status.value == "ok"
+
+
+PORT_PAGE = (
+    "<html><head><title>Annual traffic report</title>"
+    '<meta property="article:published_time" content="2025-03-14T09:00:00Z"></head>'
+    "<body><article><p>Container traffic at the port rose by 12% over the year, the busiest "
+    "on record.</p><p>Bulk cargo volumes were flat.</p></article></body></html>"
+)
+
+
+async def test_a_citation_year_that_is_the_pages_date_is_found_not_missing(farm: Farm) -> None:
+    """The real local model: "(Port Authority, 2025)" is left out of what is judged, and the
+    page's own date (in its metadata, not its text) is evidence: no number is missing."""
+    url = farm.add("portauthority.example.org", "/report", body=PORT_PAGE)
+    claim = "Container traffic at the port rose by 12% in 2025 (Port Authority, 2025)."
+    async with Guard(_policy(), resolver=farm.resolver, now=lambda: NOW) as g:
+        verdict = await g.check(f"{claim} [1]\n\n[1] {url}\n")
+    (report,) = verdict.citations
+    assert report.status.value == "ok"
+    ent = verdict.claims[0].checks[0].entailment
+    assert ent is not None and ent.backend == "local"
+    assert "numbers not in evidence" not in ent.reason
+    assert ent.label != "not_supported" and ent.label != "contradicted"
+
+
+def test_citation_artefacts_are_not_part_of_what_is_judged() -> None:
+    cases = {
+        "Port traffic rose 12% in 2024 (Port Authority, 2025).": "Port traffic rose 12% in 2024.",
+        "Smith et al. (2024) found that sleep helps [3].": "Smith et al. found that sleep helps.",
+        "According to Reuters, the deal closed in May.": "The deal closed in May.",
+        "Revenue was 5 bn (OECD 2021, p. 4; Lee et al., 2020).": "Revenue was 5 bn.",
+        "首都是北京【1】。": "首都是北京。",
+    }
+    for claim, judged in cases.items():
+        assert without_citation_artefacts(claim) == judged
+    # a year that is the claim's own fact stays
+    assert without_citation_artefacts("The bridge opened in 1932.") == "The bridge opened in 1932."
+    # hostile input stays linear: a long run of capitalised words with no year
+    assert without_citation_artefacts("(" + "Aa " * 50_000 + ")").startswith("(")
+
+
+def test_a_shared_lexicon_reads_a_whole_page_as_the_page_text_does() -> None:
+    page = " ".join(
+        f"Clerk {1000 + i} checked shelf {i} of the warehouse catalogue." for i in range(400)
+    )
+    page += " The terminal opened in 2019 after years of planning. " + page
+    assert len(page) >= LEXICON_MIN_CHARS
+    lexicon = PageLexicon.build(page)
+    for claim in (
+        "The terminal opened in 2019.",
+        "The terminal opened in 2017.",
+        "Clerk 1203 checked shelf 203.",
+    ):
+        whole = prepare_pair(claim, page, k_units=1)
+        shared = prepare_pair(claim, page, k_units=1, lexicon=lexicon)
+        assert shared.units == whole.units
+        assert shared.lexical == whole.lexical
