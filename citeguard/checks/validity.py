@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from citeguard.checks.base import AnnotatorKind, CheckContext, is_llm_backend
+from citeguard.checks.claim_parts import claim_parts, combine
 from citeguard.checks.claim_view import claim_fragment, claim_report, mark_gated
 from citeguard.checks.entail import (
     Entailer,
@@ -80,6 +81,8 @@ class _Pair:
     # what the entailer judges: the claim, or what a verified quote leaves of it
     judged: str | None = None
     verified: bool = False  # the passage step ran
+    # judged on the whole page: a claim of several facts is judged part by part (claim_parts)
+    whole_page: bool = False
     status: CitationStatus = CitationStatus.OK
     reason: str = "ok"
     passage: PassageMatch | None = None
@@ -421,6 +424,7 @@ def _judge_on_page(pair: _Pair, ext: ExtractedPage) -> None:
     citation artefacts it carries (:mod:`citeguard.checks.page_meta`); the evidence shown is
     what the entailer found there."""
     pair.evidence = ext.evidence
+    pair.whole_page = True
     judged = without_citation_artefacts(pair.claim_text)
     if judged != pair.claim_text:
         pair.judged = judged
@@ -508,8 +512,20 @@ async def score_pairs(
         EntailmentRequest(key[1], key[2], page=p.url, claim_id=str(p.claim.index))
         for p, key in todo
     ]
+    # a claim of several facts judged on a whole page: each part too, on the same page
+    parts = [claim_parts(key[1]) if p.whole_page else [] for p, key in todo]
+    for (p, key), split in zip(todo, parts, strict=True):
+        if len(split) > 1:
+            requests += [
+                EntailmentRequest(part, key[2], page=p.url, claim_id=f"{p.claim.index}.{j}")
+                for j, part in enumerate(split, 1)
+            ]
     scores = await score_requests(entailer, requests)
-    for (p, key), score in zip(todo, scores, strict=True):
+    rest = iter(scores[len(todo) :])
+    for k in range(len(todo)):
+        if len(parts[k]) > 1:
+            scores[k] = combine(scores[k], [(part, next(rest)) for part in parts[k]])
+    for (p, key), score in zip(todo, scores[: len(todo)], strict=True):
         # a judge that could not be asked (down, out of budget) is not remembered: a later
         # attempt asks again
         if cache is not None and not score.reason.startswith("judge unavailable"):
@@ -534,6 +550,7 @@ async def judge_uncertain(
         found = p.entailment.evidence if p.entailment is not None else ""
         if found.strip() and p.evidence is not None and len(p.evidence) >= LEXICON_MIN_CHARS:
             p.evidence = found
+        p.whole_page = False  # the judge reads the claim whole
         p.entailment = None
     await score_pairs(judge, asked, cache=cache, on_uncertain="warn")
     for p in asked:

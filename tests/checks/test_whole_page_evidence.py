@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from conftest import Farm
 
 from citeguard import EntailmentPolicy, EntailmentScore, FetchPolicy, Guard, Policy
+from citeguard.checks.claim_parts import claim_parts
 from citeguard.checks.page_lexicon import LEXICON_MIN_CHARS, PageLexicon
 from citeguard.checks.page_meta import without_citation_artefacts
 from citeguard.checks.support import prepare_pair
@@ -126,3 +127,58 @@ def test_a_shared_lexicon_reads_a_whole_page_as_the_page_text_does() -> None:
         shared = prepare_pair(claim, page, k_units=1, lexicon=lexicon)
         assert shared.units == whole.units
         assert shared.lexical == whole.lexical
+
+
+TWO_FACTS = (
+    "The harbour authority opened the new container terminal, and construction ended in 2019."
+)
+
+
+class PartJudge:
+    """Supported for a claim naming the terminal alone, uncertain for anything else (the whole
+    claim, the construction part)."""
+
+    name = "part_judge"
+
+    def __init__(self) -> None:
+        self.claims: list[str] = []
+
+    async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
+        self.claims.extend(c for c, _ in pairs)
+        return [
+            EntailmentScore(label="supported", score=0.9, backend=self.name, reason="yes")
+            if "terminal" in c and "2019" not in c
+            else EntailmentScore(label="uncertain", score=0.5, backend=self.name, reason="?")
+            for c, _ in pairs
+        ]
+
+
+async def test_a_claim_of_two_facts_says_which_part_was_not_settled(farm: Farm) -> None:
+    url = farm.add("port.example.com", "/terminal", body=LONG_PAGE)
+    judge = PartJudge()
+    async with Guard(_policy(), resolver=farm.resolver, entailer=judge, now=lambda: NOW) as g:
+        verdict = await g.check(f"{TWO_FACTS} [1]\n\n[1] {url}\n")
+    assert "The harbour authority opened the new container terminal" in judge.claims
+    assert "Construction ended in 2019." in judge.claims
+    ent = verdict.claims[0].checks[0].entailment
+    assert ent is not None and ent.label == "uncertain"
+    assert "part 2 of 2" in ent.reason and "Construction ended in 2019" in ent.reason
+
+
+def test_claim_parts_split_clauses_not_lists() -> None:
+    assert claim_parts(TWO_FACTS) == [
+        "The harbour authority opened the new container terminal",
+        "Construction ended in 2019.",
+    ]
+    assert claim_parts("Paris is the capital of France; Berlin is the capital of Germany.") == [
+        "Paris is the capital of France",
+        "Berlin is the capital of Germany.",
+    ]
+    # a list, and a clause too short to stand alone, stay whole
+    for whole in ("Apples, pears and plums grow in the valley.", "He came, and saw it."):
+        assert claim_parts(whole) == [whole]
+    # hostile: linear, bounded
+    parts = claim_parts("; ".join(["one two three four"] * 200))
+    assert len(parts) == 1  # past the length cap a claim is judged whole
+    parts = claim_parts("; ".join(["one two three four five"] * 30)[:900])
+    assert 1 < len(parts) <= 4
