@@ -32,6 +32,7 @@ rejects; what an uncertain claim does is ``EntailmentPolicy.on_uncertain``'s.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
 import os
@@ -128,6 +129,9 @@ class EntailmentRequest:
     evidence: str
     page: str | None = None
     claim_id: str | None = None
+    # the evidence was found on a whole page (its metadata and the sentences that can matter,
+    # citeguard.checks.evidence), not a passage: a backend with bands for it reads it with those
+    whole_page: bool = False
 
 
 async def score_requests(
@@ -665,6 +669,17 @@ class LocalEntailer(_ExecutorOwner):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool(), self._score_sync, list(pairs))
 
+    async def score_requests(self, requests: Sequence[EntailmentRequest]) -> list[EntailmentScore]:
+        """Score each request (in the worker thread); evidence found on a whole page is read
+        with the whole-page bands (:attr:`whole_page_bands`)."""
+        if not requests:
+            return []
+        pairs = [(r.claim, r.evidence) for r in requests]
+        whole = [r.whole_page for r in requests]
+        loop = asyncio.get_running_loop()
+        run = functools.partial(self._score_sync, pairs, whole)
+        return await loop.run_in_executor(self._pool(), run)
+
     async def features(self, pairs: Sequence[tuple[str, str]]) -> list[list[dict[str, float]]]:
         """Per pair, the feature mapping of each window scored (for tuning and diagnosis).
 
@@ -742,7 +757,9 @@ class LocalEntailer(_ExecutorOwner):
             out.append(per_pair)
         return out
 
-    def _score_sync(self, pairs: list[Pair]) -> list[EntailmentScore]:
+    def _score_sync(
+        self, pairs: list[Pair], whole_page: Sequence[bool] | None = None
+    ) -> list[EntailmentScore]:
         out: list[EntailmentScore] = []
         if self._legacy:
             for (claim, evidence), per_pair in zip(
@@ -761,11 +778,10 @@ class LocalEntailer(_ExecutorOwner):
             return out
         windows: list[_Window | None] = []
         scorer = self._scorer()
-        whole: list[bool] = []
+        whole = list(whole_page or [False] * len(pairs))
         for claim, evidence in pairs:
-            # a whole page is read through its shared lexicon: the units that can matter
+            # a long evidence text is read through its shared lexicon: the units that can matter
             lexicon = scorer.lexicon(evidence)
-            whole.append(lexicon is not None)
             if lexicon is not None:
                 text = clean_claim(claim)
                 evidence = lexicon.reduced(text, content_words(text))
@@ -813,10 +829,10 @@ class LocalEntailer(_ExecutorOwner):
 
     @property
     def whole_page_bands(self) -> SupportBands:
-        """The thresholds P(supported) is read with when the evidence is a whole page (at least
-        :data:`~citeguard.checks.page_lexicon.LEXICON_MIN_CHARS`): chosen out of fold on whole-page
-        development data (``support_bands_whole_page.json``); the passage bands when the
-        artefact has none for this encoder. ``EntailmentPolicy`` overrides apply to both."""
+        """The thresholds P(supported) is read with when the evidence was found on a whole page
+        (:attr:`EntailmentRequest.whole_page`): chosen on whole-page development data
+        (``support_bands_whole_page.json``); the passage bands when the artefact has none for
+        this encoder. ``EntailmentPolicy`` overrides apply to both."""
         if self._legacy:
             return self.bands
         found = whole_page_bands(self._encoder_name)

@@ -64,7 +64,6 @@ class PageLexicon:
     units: tuple[str, ...]
     unit_words: tuple[tuple[str, ...], ...]
     words: frozenset[str]
-    bigrams: frozenset[tuple[str, str]]
     postings: dict[str, tuple[int, ...]]
 
     @classmethod
@@ -72,18 +71,28 @@ class PageLexicon:
         all_units = units(evidence)[:MAX_UNITS]
         unit_words = tuple(tuple(content_words(u)) for u in all_units)
         postings: dict[str, list[int]] = {}
-        pairs: set[tuple[str, str]] = set()
         for i, uw in enumerate(unit_words):
-            for w in dict.fromkeys(uw):
+            for w in set(uw):
                 postings.setdefault(w, []).append(i)
-            pairs.update(itertools.pairwise(uw))
         return cls(
             units=tuple(all_units),
             unit_words=unit_words,
             words=frozenset(postings),
-            bigrams=frozenset(pairs),
             postings={w: tuple(ids) for w, ids in postings.items()},
         )
+
+    def shared_bigrams(self, claim_bigrams: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The word pairs of ``claim_bigrams`` that stand, adjacent, in some unit (read in the
+        units holding both words only)."""
+        found: set[tuple[str, str]] = set()
+        for a, b in claim_bigrams:
+            first, second = self.postings.get(a), self.postings.get(b)
+            if not first or not second:
+                continue
+            both = set(first).intersection(second) if len(first) > 1 else first
+            if any((a, b) in bigrams(self.unit_words[i]) for i in both):
+                found.add((a, b))
+        return found
 
     def candidates(self, words: Iterable[str]) -> list[int]:
         """The units holding any of ``words``, in page order."""

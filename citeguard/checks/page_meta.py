@@ -4,7 +4,7 @@ A research report writes "(Port Authority, 2025)", "Smith et al. (2024)" or "acc
 Reuters" beside a fact: the year is the cited page's date, the name its author or site. Neither is
 a fact the page's text must repeat, and a page never states its own date in its body as often as
 in its metadata. So the whole-page evidence a claim is judged on opens with the page's title, site
-and publication date (:func:`page_evidence`), and the claim is judged without its author–year
+and publication date (:func:`page_head`), and the claim is judged without its author–year
 citations and bracket markers (:func:`without_citation_artefacts`). Every pattern is linear.
 """
 
@@ -15,11 +15,7 @@ import re
 from citeguard.models import Page
 from citeguard.web.urls import host_of
 
-__all__ = ["MAX_PAGE_EVIDENCE_CHARS", "page_evidence", "without_citation_artefacts"]
-
-#: Characters of a page's text handed to the entailer as whole-page evidence (a longer page is
-#: cut: the sentences a claim rests on sit in its first 300 kB on nearly every real page).
-MAX_PAGE_EVIDENCE_CHARS = 300_000
+__all__ = ["page_head", "without_citation_artefacts"]
 
 _NAME = r"[A-Z][\w'’.&-]*(?:\s+(?:[A-Z][\w'’.&-]*|of|and|for|the|de|van|von|&))*"
 _YEAR = r"(?:19|20)\d\d[a-z]?"
@@ -48,9 +44,8 @@ def without_citation_artefacts(claim: str) -> str:
     return text[:1].upper() + text[1:] if text[:1] != claim.lstrip()[:1] else text
 
 
-def page_evidence(page: Page) -> str:
-    """The whole-page evidence: the page's title, site and publication date, one a line, then
-    its text (at most :data:`MAX_PAGE_EVIDENCE_CHARS`)."""
+def page_head(page: Page) -> str:
+    """The page's metadata as evidence: its title, site and publication date, one a line."""
     head: list[str] = []
     if page.title:
         head.append(" ".join(page.title.split()) + ".")
@@ -60,4 +55,4 @@ def page_evidence(page: Page) -> str:
     when = page.published or page.modified
     if when is not None:
         head.append(f"Published {when.day} {when:%B %Y} ({when:%Y-%m-%d}).")
-    return "\n".join([*head, page.text[:MAX_PAGE_EVIDENCE_CHARS]])
+    return "\n".join(head)

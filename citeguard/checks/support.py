@@ -339,7 +339,7 @@ def prepare_pair(
         if i not in chosen:
             chosen.append(i)
 
-    ev_words, ev_bigrams = lexicon.words, lexicon.bigrams
+    ev_words, ev_bigrams = lexicon.words, lexicon.shared_bigrams(claim_bigrams)
     sel_words: set[str] = set()
     for i in chosen:
         sel_words.update(unit_words[i])

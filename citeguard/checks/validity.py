@@ -26,10 +26,10 @@ from citeguard.checks.entail import (
     evidence_windows,
     score_requests,
 )
+from citeguard.checks.evidence import claim_evidence
 from citeguard.checks.freshness import find_caveat
 from citeguard.checks.minilm import LOCAL_MODEL_HINT
-from citeguard.checks.page_lexicon import LEXICON_MIN_CHARS
-from citeguard.checks.page_meta import page_evidence, without_citation_artefacts
+from citeguard.checks.page_meta import page_head, without_citation_artefacts
 from citeguard.checks.passage import (
     PreparedText,
     find_as_written,
@@ -114,10 +114,10 @@ class ExtractedPage:
         return cls(page=page, text=text, main=main)
 
     @functools.cached_property
-    def evidence(self) -> str:
-        """The whole-page evidence a paraphrased claim is judged on (title, site, date, then the
-        text: :func:`~citeguard.checks.page_meta.page_evidence`), built once per page."""
-        return page_evidence(self.page)
+    def head(self) -> str:
+        """The page's metadata as evidence (title, site, date:
+        :func:`~citeguard.checks.page_meta.page_head`), built once per page."""
+        return page_head(self.page)
 
     @property
     def indexed(self) -> bool:
@@ -423,11 +423,11 @@ def _judge_on_page(pair: _Pair, ext: ExtractedPage) -> None:
     """An unquoted claim is judged on the whole page (its metadata first), without the
     citation artefacts it carries (:mod:`citeguard.checks.page_meta`); the evidence shown is
     what the entailer found there."""
-    pair.evidence = ext.evidence
-    pair.whole_page = True
     judged = without_citation_artefacts(pair.claim_text)
     if judged != pair.claim_text:
         pair.judged = judged
+    pair.evidence = claim_evidence(judged, ext.text, ext.head)
+    pair.whole_page = True
 
 
 def _wants_score(pair: _Pair) -> bool:
@@ -509,7 +509,9 @@ async def score_pairs(
     if not todo:
         return
     requests = [
-        EntailmentRequest(key[1], key[2], page=p.url, claim_id=str(p.claim.index))
+        EntailmentRequest(
+            key[1], key[2], page=p.url, claim_id=str(p.claim.index), whole_page=p.whole_page
+        )
         for p, key in todo
     ]
     # a claim of several facts judged on a whole page: each part too, on the same page
@@ -517,7 +519,9 @@ async def score_pairs(
     for (p, key), split in zip(todo, parts, strict=True):
         if len(split) > 1:
             requests += [
-                EntailmentRequest(part, key[2], page=p.url, claim_id=f"{p.claim.index}.{j}")
+                EntailmentRequest(
+                    part, key[2], page=p.url, claim_id=f"{p.claim.index}.{j}", whole_page=True
+                )
                 for j, part in enumerate(split, 1)
             ]
     scores = await score_requests(entailer, requests)
@@ -546,9 +550,9 @@ async def judge_uncertain(
     first = {id(p): p.entailment for p in asked}
     for p in asked:
         # a claim judged on a whole page goes to the judge with the evidence the first backend
-        # found there (its best sentences), not the page
+        # read there at its best (the sentences it found), not all that was retrieved
         found = p.entailment.evidence if p.entailment is not None else ""
-        if found.strip() and p.evidence is not None and len(p.evidence) >= LEXICON_MIN_CHARS:
+        if p.whole_page and found.strip():
             p.evidence = found
         p.whole_page = False  # the judge reads the claim whole
         p.entailment = None
