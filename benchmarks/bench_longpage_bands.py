@@ -3,6 +3,7 @@ whole-page bands chosen on development rows.
 
     python -m benchmarks.bench_longpage_bands --calibrate   # choose the whole-page bands
     python -m benchmarks.bench_longpage_bands               # the report (held-out rows)
+    python -m benchmarks.bench_longpage_bands --judge       # judge prompt tokens per claim
 
 Sets (``../shared/data``):
 
@@ -109,15 +110,16 @@ def _pages(rows: Sequence[dict[str, Any]]) -> list[bsb.ClaimPage]:
     ]
 
 
-async def through_guard(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each row's outcome, status, support label and P(supported) under the default policy."""
+async def through_guard(rows: Sequence[dict[str, Any]], policy: Any = None) -> list[dict[str, Any]]:
+    """Each row's outcome, status, support label and P(supported) under ``policy`` (default:
+    the default policy, local model)."""
     from citeguard import Guard
 
     pages = _pages(rows)
     server = bsb.page_server(pages)
     await server.start()
     try:
-        async with Guard(bsb._policy(None), resolver=server.resolver()) as guard:
+        async with Guard(policy or bsb._policy(None), resolver=server.resolver()) as guard:
             verdicts = await bsb._check_all(guard, [p.answer for p in pages])
     finally:
         await server.aclose()
@@ -207,13 +209,77 @@ async def report(wice_limit: int) -> dict[str, Any]:
     return out
 
 
+async def judge_tokens() -> dict[str, Any]:
+    """The cascade on AB-long's report rows: a scripted chat-completions judge on 127.0.0.1
+    (it answers "uncertain" and counts each request's prompt) stands in for the paid API; the
+    prompt tokens per uncertain claim are estimated at 4 characters a token (system prompt
+    included)."""
+    from aiohttp import web
+
+    from citeguard.policy import JudgePolicy
+
+    prompts: list[tuple[int, int]] = []  # (characters, claims asked)
+
+    async def handle(request: web.Request) -> web.Response:
+        body = await request.json()
+        text = "".join(m["content"] for m in body["messages"])
+        user = body["messages"][1]["content"]
+        try:
+            claims = json.loads(user)["claims"]
+            reply: Any = {
+                "verdicts": [
+                    {"id": c["id"], "label": "uncertain", "confidence": 0.5, "reason": "?"}
+                    for c in claims
+                ]
+            }
+        except (ValueError, KeyError, TypeError):
+            claims, reply = [None], {"label": "uncertain", "confidence": 0.5, "reason": "?"}
+        prompts.append((len(text), len(claims)))
+        usage = {"prompt_tokens": len(text) // 4, "completion_tokens": 10}
+        message = {"role": "assistant", "content": json.dumps(reply)}
+        return web.json_response({"choices": [{"index": 0, "message": message}], "usage": usage})
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    port = runner.addresses[0][1]
+    policy = bsb._policy(None).replace(
+        judge=JudgePolicy(base_url=f"http://127.0.0.1:{port}/v1", model="scripted", retries=0),
+        entailment={"on_uncertain": "judge"},
+    )
+    rows = [r for r in ab_long_rows() if r["part"] == "report"]
+    try:
+        await through_guard(rows, policy)
+    finally:
+        await runner.cleanup()
+    chars = sum(c for c, _ in prompts)
+    claims = sum(n for _, n in prompts)
+    return {
+        "rows": len(rows),
+        "judge_requests": len(prompts),
+        "claims_asked": claims,
+        "prompt_tokens_per_uncertain_claim": round(chars / 4 / claims, 1) if claims else None,
+        "note": "tokens estimated at 4 characters each; every request counted",
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calibrate", action="store_true")
+    ap.add_argument("--judge", action="store_true", help="judge prompt tokens per claim")
     ap.add_argument("--wice", type=int, default=300, help="WiCE rows (0: none)")
     args = ap.parse_args()
     if args.calibrate:
         print(json.dumps(asyncio.run(calibrate()), indent=2))
+        return
+    if args.judge:
+        got = asyncio.run(judge_tokens())
+        print(json.dumps(got, indent=2))
+        old = json.loads(OUT.read_text()) if OUT.exists() else {}
+        old["judge_tokens_ab_long_report"] = got
+        OUT.write_text(json.dumps(old, indent=2) + "\n")
         return
     res = asyncio.run(report(args.wice if args.wice else 0))
     old = json.loads(OUT.read_text()) if OUT.exists() else {}
