@@ -4,6 +4,7 @@ whole-page bands chosen on development rows.
     python -m benchmarks.bench_longpage_bands --calibrate   # choose the whole-page bands
     python -m benchmarks.bench_longpage_bands               # the report (held-out rows)
     python -m benchmarks.bench_longpage_bands --judge       # judge prompt tokens per claim
+    python -m benchmarks.bench_longpage_bands --latency     # time per claim, 50-150 kB pages
 
 Sets (``../shared/data``):
 
@@ -30,6 +31,7 @@ import argparse
 import asyncio
 import html
 import json
+import os
 import random
 import time
 from collections import Counter
@@ -265,14 +267,82 @@ async def judge_tokens() -> dict[str, Any]:
     }
 
 
+async def latency(reps: int = 3) -> dict[str, Any]:
+    """Time per paraphrased claim on real pages of 50-150 kB (``passages/``), 10 and 50
+    citations an answer, each claim a sentence of its page behind a lead-in (the support model
+    judges each): wall and process CPU time of ``Guard.check``, with entailment off in the same
+    run as the baseline (the fetch, extraction and passage work alone)."""
+    from citeguard import Guard
+    from citeguard.text import sentence_spans
+    from citeguard.web.page import extract_page
+
+    rnd = random.Random(1)
+    pages = []
+    for k, f in enumerate(sorted((DATA / "passages").glob("*.html"))):
+        body = f.read_bytes()
+        if not 50_000 <= len(body) <= 150_000:
+            continue
+        page = extract_page(body, url=f"http://long{k}.example.org/")
+        text = page.main_text or page.text
+        sents = [text[a:b] for a, b in sentence_spans(text) if 60 < b - a < 240]
+        if sents:
+            pages.append((k, body, "In short: " + rnd.choice(sents).rstrip(".")))
+    runs = [(mode, n, rep) for mode in ("off", "local") for n in (3, 10, 50) for rep in range(reps)]
+    served: dict[tuple[str, int, int], list[bsb.ClaimPage]] = {}
+    for mode, n, rep in runs:  # every check its own URLs: no cache hit
+        sel = rnd.sample(pages, min(n, len(pages)))
+        served[(mode, n, rep)] = [
+            bsb.ClaimPage({}, f"http://long{k}.example.org/{mode}/{n}/{rep}", body, claim)
+            for k, body, claim in sel
+        ]
+    server = bsb.page_server([p for ps in served.values() for p in ps])
+    await server.start()
+    out: dict[str, Any] = {"pages": len(pages)}
+    try:
+        for mode in ("off", "local"):
+            policy = bsb._policy("warn").replace(entailment={"check_entailment": mode != "off"})
+            async with Guard(policy, resolver=server.resolver()) as guard:
+                for n in (3, 10, 50):  # 3: the warm-up (the model, the pools)
+                    walls, cpus = [], []
+                    for rep in range(reps):
+                        sel = served[(mode, n, rep)]
+                        c0, w0 = time.process_time(), time.perf_counter()
+                        await guard.check(_answer(sel))
+                        cpus.append(time.process_time() - c0)
+                        walls.append(time.perf_counter() - w0)
+                    if n == 3:
+                        continue
+                    out[f"{mode}_{n}"] = {
+                        "wall_ms_per_claim": round(1000 * sorted(walls)[reps // 2] / len(sel), 1),
+                        "cpu_ms_per_claim": round(1000 * sorted(cpus)[reps // 2] / len(sel), 1),
+                    }
+    finally:
+        await server.aclose()
+    return out
+
+
+def _answer(pages: Sequence[bsb.ClaimPage]) -> str:
+    body = " ".join(f"{p.answer} [{i}]." for i, p in enumerate(pages, 1))
+    return body + "\n\n" + "".join(f"[{i}] {p.url}\n" for i, p in enumerate(pages, 1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calibrate", action="store_true")
     ap.add_argument("--judge", action="store_true", help="judge prompt tokens per claim")
+    ap.add_argument("--latency", action="store_true", help="time per claim on long pages")
     ap.add_argument("--wice", type=int, default=300, help="WiCE rows (0: none)")
     args = ap.parse_args()
     if args.calibrate:
         print(json.dumps(asyncio.run(calibrate()), indent=2))
+        return
+    if args.latency:
+        got = asyncio.run(latency())
+        got["load_average"] = list(os.getloadavg())
+        print(json.dumps(got, indent=2))
+        old = json.loads(OUT.read_text()) if OUT.exists() else {}
+        old["latency_long_pages"] = got
+        OUT.write_text(json.dumps(old, indent=2) + "\n")
         return
     if args.judge:
         got = asyncio.run(judge_tokens())
