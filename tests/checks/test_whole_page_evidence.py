@@ -9,11 +9,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from conftest import Farm
+from linear_time import assert_linear
 
 from citeguard import EntailmentPolicy, EntailmentScore, FetchPolicy, Guard, Policy
 from citeguard.checks.claim_parts import claim_parts
+from citeguard.checks.evidence import MAX_SENTENCES, claim_evidence
 from citeguard.checks.page_lexicon import LEXICON_MIN_CHARS, PageLexicon
 from citeguard.checks.page_meta import without_citation_artefacts
+from citeguard.checks.passage import prepare_text
 from citeguard.checks.support import prepare_pair
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -182,3 +185,19 @@ def test_claim_parts_split_clauses_not_lists() -> None:
     assert len(parts) == 1  # past the length cap a claim is judged whole
     parts = claim_parts("; ".join(["one two three four five"] * 30)[:900])
     assert 1 < len(parts) <= 4
+
+
+def test_hostile_pages_and_claims_stay_linear() -> None:
+    """A page of one sentence repeated (every sentence holds every claim word) and a claim of
+    capitalised words with no year: the evidence search and the artefact patterns stay linear;
+    the evidence is bounded however long the page."""
+    claim = "The terminal opened in 2019 after planning by the harbour authority"
+
+    def evidence_of(page: str) -> str:
+        return claim_evidence(claim, prepare_text(page), "Head.")
+
+    assert_linear(evidence_of, "The harbour authority opened the terminal in 2019. ", base=5_000)
+    assert_linear(without_citation_artefacts, "(Aa Bb et al., ", base=5_000)
+    assert_linear(without_citation_artefacts, "According to Aa Bb Cc ", base=5_000)
+    page = "The harbour authority opened the terminal in 2019. " * 20_000
+    assert len(evidence_of(page).splitlines()) <= MAX_SENTENCES + 1
