@@ -15,7 +15,7 @@ import re
 from citeguard.models import Page
 from citeguard.web.urls import host_of
 
-__all__ = ["page_head", "without_citation_artefacts"]
+__all__ = ["page_head", "quotes_page_title", "without_citation_artefacts"]
 
 _NAME = r"[A-Z][\w'’.&-]*(?:\s+(?:[A-Z][\w'’.&-]*|of|and|for|the|de|van|von|&))*"
 _YEAR = r"(?:19|20)\d\d[a-z]?"
@@ -28,6 +28,9 @@ _NARRATIVE_YEAR = re.compile(rf"(?<=[\w.])\s+\({_YEAR}\)")
 # "[3]", "[2, 5]", "[^4]", "【1】", "［1］"
 _BRACKET_MARKER = re.compile(r"\s*(?:\[\^?\d+(?:\s*[,–-]\s*\d+)*\]|【\d+】|［\d+］)")
 # "According to Reuters, ..." at the start of a sentence
+_NON_WORD = re.compile(r"[\W_]+")
+#: Words a quoted title needs (a shorter quote is a phrase, not a title).
+_TITLE_MIN_WORDS = 3
 _ACCORDING = re.compile(rf"^(?:according\s+to|as\s+reported\s+by|per)\s+{_NAME}\s*,\s*", re.I)
 
 
@@ -56,3 +59,27 @@ def page_head(page: Page) -> str:
     if when is not None:
         head.append(f"Published {when.day} {when:%B %Y} ({when:%Y-%m-%d}).")
     return "\n".join(head)
+
+
+def _words(text: str) -> str:
+    return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
+
+
+def quotes_page_title(quote: str, page: Page) -> bool:
+    """Whether ``quote`` is the page's title (the whole title, or its part before a site
+    suffix such as " - Reuters" or " | OECD"): a claim naming the page it cites by its title
+    quotes its metadata, not its text."""
+    if not page.title or len(quote) > 2 * len(page.title) + 20:
+        return False
+    q = _words(quote)
+    if len(q.split()) < _TITLE_MIN_WORDS:
+        return False
+    title = _words(page.title)
+    if q == title:
+        return True
+    # "Annual report 2025 - Port Authority": the quote is the title before its suffix
+    for sep in (" - ", " – ", " — ", " | ", ": "):
+        head = page.title.split(sep, 1)[0]
+        if head != page.title and _words(head) == q:
+            return True
+    return False

@@ -29,7 +29,7 @@ from citeguard.checks.entail import (
 from citeguard.checks.evidence import claim_evidence
 from citeguard.checks.freshness import find_caveat
 from citeguard.checks.minilm import LOCAL_MODEL_HINT
-from citeguard.checks.page_meta import page_head, without_citation_artefacts
+from citeguard.checks.page_meta import page_head, quotes_page_title, without_citation_artefacts
 from citeguard.checks.passage import (
     PreparedText,
     find_as_written,
@@ -391,6 +391,9 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, judged: bool
     (the page's text was normalised once, off the loop, when it was extracted)."""
     pair.verified = True
     page = ext.page
+    if pair.quote and quotes_page_title(pair.quote, page):
+        # the claim names the page by its title: metadata, judged with the rest of the claim
+        pair.quote = None
     if policy.passage.check_passages and not pair.quote and _verbatim_claim(pair, ext, policy):
         return
     if policy.passage.check_passages and (pair.quote or pair.claim_text):

@@ -201,3 +201,25 @@ def test_hostile_pages_and_claims_stay_linear() -> None:
     assert_linear(without_citation_artefacts, "According to Aa Bb Cc ", base=5_000)
     page = "The harbour authority opened the terminal in 2019. " * 20_000
     assert len(evidence_of(page).splitlines()) <= MAX_SENTENCES + 1
+
+
+TITLED = (
+    "<html><head><title>Annual Traffic Report of the Northern Port - Port Authority</title>"
+    "</head><body><article><p>Container traffic at the port rose by 12% over the year, the "
+    "busiest on record.</p><p>Bulk cargo volumes were flat.</p></article></body></html>"
+)
+
+
+async def test_a_claim_quoting_the_pages_title_is_not_a_missing_passage(farm: Farm) -> None:
+    url = farm.add("port.example.org", "/report", body=TITLED)
+    recorder = Recorder()
+    titled = "The “Annual Traffic Report of the Northern Port” says container traffic rose 12%"
+    made_up = "The report says “container traffic fell sharply in every quarter”"
+    async with Guard(_policy(), resolver=farm.resolver, entailer=recorder, now=lambda: NOW) as g:
+        verdict = await g.check(f"{titled} [1].\n\n[1] {url}\n")
+        control = await g.check(f"{made_up} [1].\n\n[1] {url}\n")
+    assert verdict.citations[0].status.value == "ok"
+    ((_claim, evidence),) = recorder.asked
+    assert "Annual Traffic Report of the Northern Port" in evidence  # the page's metadata
+    # a quote that is neither on the page nor its title is still missing
+    assert control.citations[0].status.value == "passage_missing"
