@@ -366,3 +366,30 @@ async def test_no_judge_is_asked_unless_the_mode_says_judge(
     text = _answer(farm, (PARA_A1, "a"))
     verdict = await _check(_judged(judge, mode), farm, text)
     assert judge.bodies == [] and verdict.judge_usage is None
+
+
+async def test_the_judge_reads_the_evidence_found_on_the_whole_page(
+    farm: Farm, judge: ChatServer
+) -> None:
+    """A long page states the claim's fact at the top and its year 60 paragraphs below: the
+    judge is asked with both (the sentences found on the page), not the window of a match, and
+    not the whole page."""
+    filler = "".join(
+        f"<p>Paragraph {i} lists inventory item {i * 7} of the warehouse catalogue.</p>"
+        for i in range(100)
+    )
+    page = (
+        "<html><head><title>Harbour news</title></head><body><article>"
+        "<p>The harbour authority opened the new container terminal after years of planning.</p>"
+        f"{filler[: len(filler) * 6 // 10]}"
+        "<p>Construction of the terminal ended in 2019, on schedule and under budget.</p>"
+        f"{filler[len(filler) * 6 // 10 :]}</article></body></html>"
+    )
+    url = farm.add("port.example.com", "/terminal", body=page)
+    claim = "The harbour authority opened the new container terminal in 2019"
+    verdict = await _check(_judged(judge), farm, f"{claim} [1].\n\n[1] {url}\n")
+    assert verdict.citations[0].status is CitationStatus.OK
+    (body,) = judge.bodies
+    asked = body["messages"][1]["content"]
+    assert "opened the new container terminal" in asked and "ended in 2019" in asked
+    assert "Paragraph 30 " not in asked

@@ -13,6 +13,7 @@ uncalibrated defaults (:data:`NLI_BANDS`). docs/claim-support.md gives the measu
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -25,14 +26,36 @@ from citeguard.policy import EntailmentPolicy
 
 __all__ = [
     "NLI_BANDS",
+    "WHOLE_PAGE_BANDS_PATH",
     "WORD_OVERLAP_BANDS_PATH",
     "SupportBands",
     "WordOverlapCalibration",
+    "whole_page_bands",
 ]
 
 BandLabel = Literal["supported", "uncertain", "not_supported"]
 
 WORD_OVERLAP_BANDS_PATH = Path(__file__).with_name("word_overlap_bands.json")
+#: The local model's bands for whole-page evidence, per encoder
+#: (``benchmarks/bench_longpage_bands.py --calibrate`` writes it).
+WHOLE_PAGE_BANDS_PATH = Path(__file__).with_name("support_bands_whole_page.json")
+
+
+@functools.lru_cache(maxsize=8)
+def whole_page_bands(encoder: str, path: Path | None = None) -> SupportBands | None:
+    """The local model's bands for evidence that is a whole page, for ``encoder``; None when
+    the artefact has none for it."""
+    where = path or WHOLE_PAGE_BANDS_PATH
+    try:
+        data = json.loads(where.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise EntailerError(f"cannot read whole-page bands {where}: {exc}") from exc
+    entry = data.get(encoder) if isinstance(data, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    return SupportBands.from_json(entry, source=f"{where.name} ({encoder})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ rejects; what an uncertain claim does is ``EntailmentPolicy.on_uncertain``'s.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
 import os
@@ -53,7 +54,12 @@ from citeguard.checks._consistency import (
     clean_claim,
     content_words,
 )
-from citeguard.checks.bands import NLI_BANDS, SupportBands, WordOverlapCalibration
+from citeguard.checks.bands import (
+    NLI_BANDS,
+    SupportBands,
+    WordOverlapCalibration,
+    whole_page_bands,
+)
 from citeguard.checks.judge import ChatJudge
 from citeguard.checks.minilm import (
     LOCAL_MODEL_HINT,
@@ -123,6 +129,9 @@ class EntailmentRequest:
     evidence: str
     page: str | None = None
     claim_id: str | None = None
+    # the evidence was found on a whole page (its metadata and the sentences that can matter,
+    # citeguard.checks.evidence), not a passage: a backend with bands for it reads it with those
+    whole_page: bool = False
 
 
 async def score_requests(
@@ -660,6 +669,17 @@ class LocalEntailer(_ExecutorOwner):
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool(), self._score_sync, list(pairs))
 
+    async def score_requests(self, requests: Sequence[EntailmentRequest]) -> list[EntailmentScore]:
+        """Score each request (in the worker thread); evidence found on a whole page is read
+        with the whole-page bands (:attr:`whole_page_bands`)."""
+        if not requests:
+            return []
+        pairs = [(r.claim, r.evidence) for r in requests]
+        whole = [r.whole_page for r in requests]
+        loop = asyncio.get_running_loop()
+        run = functools.partial(self._score_sync, pairs, whole)
+        return await loop.run_in_executor(self._pool(), run)
+
     async def features(self, pairs: Sequence[tuple[str, str]]) -> list[list[dict[str, float]]]:
         """Per pair, the feature mapping of each window scored (for tuning and diagnosis).
 
@@ -737,7 +757,9 @@ class LocalEntailer(_ExecutorOwner):
             out.append(per_pair)
         return out
 
-    def _score_sync(self, pairs: list[Pair]) -> list[EntailmentScore]:
+    def _score_sync(
+        self, pairs: list[Pair], whole_page: Sequence[bool] | None = None
+    ) -> list[EntailmentScore]:
         out: list[EntailmentScore] = []
         if self._legacy:
             for (claim, evidence), per_pair in zip(
@@ -755,12 +777,19 @@ class LocalEntailer(_ExecutorOwner):
                 out.append(self._decide(p, window, facts))
             return out
         windows: list[_Window | None] = []
+        scorer = self._scorer()
+        whole = list(whole_page or [False] * len(pairs))
         for claim, evidence in pairs:
+            # a long evidence text is read through its shared lexicon: the units that can matter
+            lexicon = scorer.lexicon(evidence)
+            if lexicon is not None:
+                text = clean_claim(claim)
+                evidence = lexicon.reduced(text, content_words(text))
             got = support_input(claim, evidence, self._policy)
             windows.append(None if got is None else got[0])
             _yield_gil()
         todo = [i for i, w in enumerate(windows) if w is not None]
-        results = self._scorer().score([pairs[i] for i in todo]) if todo else []
+        results = scorer.score([pairs[i] for i in todo]) if todo else []
         by_index = dict(zip(todo, results, strict=True))
         for i, ((claim, evidence), win) in enumerate(zip(pairs, windows, strict=True)):
             if win is None:
@@ -771,7 +800,7 @@ class LocalEntailer(_ExecutorOwner):
                 f"P(supported) {prob:.2f}, "
                 f"{win.consistency.sentence_coverage:.0%} of claim words in the closest sentences"
             )
-            out.append(self._decide(prob, win, facts))
+            out.append(self._decide(prob, win, facts, whole_page=whole[i]))
         return out
 
     @property
@@ -798,10 +827,25 @@ class LocalEntailer(_ExecutorOwner):
 
         return SupportModel.load(ARTIFACTS.get(self._encoder_name, ARTIFACT_PATH))
 
-    def _decide(self, p: float, window: _Window, facts: str) -> EntailmentScore:
+    @property
+    def whole_page_bands(self) -> SupportBands:
+        """The thresholds P(supported) is read with when the evidence was found on a whole page
+        (:attr:`EntailmentRequest.whole_page`): chosen on whole-page development data
+        (``support_bands_whole_page.json``); the passage bands when the artefact has none for
+        this encoder. ``EntailmentPolicy`` overrides apply to both."""
+        if self._legacy:
+            return self.bands
+        found = whole_page_bands(self._encoder_name)
+        if found is None:
+            return self.bands
+        return found.overridden(self._policy)
+
+    def _decide(
+        self, p: float, window: _Window, facts: str, *, whole_page: bool = False
+    ) -> EntailmentScore:
         cons = window.consistency
         problems = cons.describe()
-        bands = self.bands
+        bands = self.whole_page_bands if whole_page else self.bands
         label: EntailmentLabel = bands.label(p)
         contra = 0.0
         if cons.is_contradiction:

@@ -27,7 +27,6 @@ Inference needs numpy and the sentence model, nothing else.
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import re
@@ -51,6 +50,7 @@ from citeguard.checks._consistency import (
 )
 from citeguard.checks.bands import SupportBands
 from citeguard.checks.minilm import TORCH_ENCODER
+from citeguard.checks.page_lexicon import LEXICON_MIN_CHARS, PageLexicon, bigrams
 from citeguard.errors import EntailerError, MissingExtraError
 
 __all__ = [
@@ -80,11 +80,11 @@ ARTIFACTS: Mapping[str, Path] = {
 # Bytes of embeddings a scorer keeps (page sentences, claims; a 300-character sentence's token
 # vectors take ~100 kB).
 EMBEDDING_CACHE_BYTES = 64 * 1024 * 1024
+# the most recent pages' lexicons kept (evidence of LEXICON_MIN_CHARS or more has one)
+LEXICONS_KEPT = 16
 
 Vector = npt.NDArray[np.float32]
 
-# Longest evidence unit embedded, in characters: a longer sentence is cut at whitespace.
-UNIT_CHARS = 300
 # Claim sentences scored separately (the rest are folded into the last one).
 MAX_CLAIM_SENTENCES = 4
 # A claim token whose best cosine with any evidence token is below this counts as unmatched.
@@ -285,27 +285,6 @@ def claim_negated(text: str) -> bool:
     return False
 
 
-def _units(evidence: str) -> list[str]:
-    """Evidence sentences (and lines), each at most :data:`UNIT_CHARS` characters."""
-    out: list[str] = []
-    for start, end in sentence_spans(evidence):
-        while end - start > UNIT_CHARS:
-            cut = evidence.rfind(" ", start + 1, start + UNIT_CHARS)
-            if cut <= start:
-                cut = start + UNIT_CHARS
-            out.append(evidence[start:cut])
-            start = cut
-            while start < end and evidence[start].isspace():
-                start += 1
-        if end > start:
-            out.append(evidence[start:end])
-    return out
-
-
-def _bigrams(words: Sequence[str]) -> set[tuple[str, str]]:
-    return set(itertools.pairwise(words))
-
-
 @dataclass(frozen=True, slots=True)
 class PairFeatures:
     """The model-free half of a pair: what to embed, and the lexical features."""
@@ -317,11 +296,20 @@ class PairFeatures:
     empty: bool = False
 
 
-def prepare_pair(claim: str, evidence: str, *, k_units: int) -> PairFeatures:
-    """Choose the ``k_units`` evidence units to embed and compute the lexical features."""
+def prepare_pair(
+    claim: str, evidence: str, *, k_units: int, lexicon: PageLexicon | None = None
+) -> PairFeatures:
+    """Choose the ``k_units`` evidence units to embed and compute the lexical features.
+
+    ``lexicon``: the evidence's :class:`~citeguard.checks.page_lexicon.PageLexicon`, built once
+    for every claim judged on the same (long) evidence; the consistency facts are then read on
+    its :meth:`~citeguard.checks.page_lexicon.PageLexicon.reduced` units, not the whole text.
+    """
     text = clean_claim(claim)
     words = content_words(text)
-    all_units = _units(evidence)
+    shared = lexicon is not None
+    lexicon = lexicon or PageLexicon.build(evidence)
+    all_units = lexicon.units
     if not words or not all_units:
         return PairFeatures(text, (), (), {}, empty=True)
     spans = sentence_spans(text)
@@ -331,43 +319,31 @@ def prepare_pair(claim: str, evidence: str, *, k_units: int) -> PairFeatures:
         sents = [*head, " ".join(sents[MAX_CLAIM_SENTENCES - 1 :])]
 
     claim_set = set(words)
-    claim_bigrams = _bigrams(words)
-    unit_words = [content_words(u) for u in all_units]
+    claim_bigrams = bigrams(words)
+    unit_words = lexicon.unit_words
     # Rank units by claim words shared (bigrams break ties), per claim sentence so each part
-    # of a multi-sentence claim gets its best candidates.
+    # of a multi-sentence claim gets its best candidates; units sharing none come last, in order.
     per_sentence = [set(content_words(s)) or claim_set for s in sents]
+    ranked_lists = [lexicon.ranked(sw, claim_bigrams) for sw in per_sentence]
+    want = min(k_units, len(all_units))
     chosen: list[int] = []
-    ranked_lists = []
-    for sw in per_sentence:
-        ranked = sorted(
-            range(len(all_units)),
-            key=lambda i: (
-                -(
-                    len(sw.intersection(unit_words[i]))
-                    + 0.5 * len(claim_bigrams & _bigrams(unit_words[i]))
-                ),
-                i,
-            ),
-        )
-        ranked_lists.append(ranked)
-    depth = 0
-    while len(chosen) < min(k_units, len(all_units)):
+    for depth in range(max(len(r) for r in ranked_lists)):
         for ranked in ranked_lists:
-            if depth < len(ranked) and ranked[depth] not in chosen and len(chosen) < k_units:
+            if depth < len(ranked) and ranked[depth] not in chosen and len(chosen) < want:
                 chosen.append(ranked[depth])
-        depth += 1
-        if depth > len(all_units):
+        if len(chosen) >= want:
             break
+    pad = iter(range(len(all_units)))
+    while len(chosen) < want:
+        i = next(pad)
+        if i not in chosen:
+            chosen.append(i)
 
-    ev_words: set[str] = set()
-    ev_bigrams: set[tuple[str, str]] = set()
-    for uw in unit_words:
-        ev_words.update(uw)
-        ev_bigrams |= _bigrams(uw)
+    ev_words, ev_bigrams = lexicon.words, lexicon.shared_bigrams(claim_bigrams)
     sel_words: set[str] = set()
     for i in chosen:
         sel_words.update(unit_words[i])
-    cons = check_consistency(text, evidence)
+    cons = check_consistency(text, lexicon.reduced(text, words) if shared else evidence)
     best_unit = all_units[chosen[0]]
     neg_claim = claim_negated(text)
     neg_ev = claim_negated(cons.aligned or best_unit)
@@ -672,6 +648,29 @@ class SupportScorer:
         self._cache_bytes = 0
         self._cache_lock = threading.Lock()
         self.texts_encoded = 0  # texts that went through the model (cache misses)
+        self._lexicons: OrderedDict[str, PageLexicon] = OrderedDict()
+
+    def lexicon(self, evidence: str) -> PageLexicon | None:
+        """The shared :class:`PageLexicon` of a long evidence text (a whole page: at least
+        :data:`LEXICON_MIN_CHARS`), built on its first claim and kept for the next ones (the
+        :data:`LEXICONS_KEPT` most recent pages); None for a short passage, read as it is."""
+        if len(evidence) < LEXICON_MIN_CHARS:
+            return None
+        with self._cache_lock:
+            hit = self._lexicons.get(evidence)
+            if hit is not None:
+                self._lexicons.move_to_end(evidence)
+                return hit
+        built = PageLexicon.build(evidence)
+        with self._cache_lock:
+            self._lexicons[evidence] = built
+            while len(self._lexicons) > LEXICONS_KEPT:
+                self._lexicons.popitem(last=False)
+        return built
+
+    def _prepare(self, pairs: Sequence[tuple[str, str]]) -> list[PairFeatures]:
+        k = self._model.k_units
+        return [prepare_pair(c, e, k_units=k, lexicon=self.lexicon(e)) for c, e in pairs]
 
     @property
     def model(self) -> SupportModel:
@@ -707,13 +706,13 @@ class SupportScorer:
 
     def features(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, float] | None]:
         """Feature mappings (``None`` for a pair with no claim words or no evidence text)."""
-        prepared = [prepare_pair(c, e, k_units=self._model.k_units) for c, e in pairs]
+        prepared = self._prepare(pairs)
         encoded = self._encode(texts_to_encode(prepared))
         return [None if p.empty else pair_features(p, encoded) for p in prepared]
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[SupportResult]:
         """Calibrated support verdicts, one per pair, in order."""
-        prepared = [prepare_pair(c, e, k_units=self._model.k_units) for c, e in pairs]
+        prepared = self._prepare(pairs)
         encoded = self._encode(texts_to_encode(prepared))
         out: list[SupportResult] = []
         for p, (claim, evidence) in zip(prepared, pairs, strict=True):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from citeguard.checks.base import AnnotatorKind, CheckContext, is_llm_backend
+from citeguard.checks.claim_parts import claim_parts, combine
 from citeguard.checks.claim_view import claim_fragment, claim_report, mark_gated
 from citeguard.checks.entail import (
     Entailer,
@@ -25,9 +26,11 @@ from citeguard.checks.entail import (
     evidence_windows,
     score_requests,
 )
+from citeguard.checks.evidence import claim_evidence
 from citeguard.checks.failures import excludes, mark_failures, pair_findings
 from citeguard.checks.freshness import find_caveat
 from citeguard.checks.minilm import LOCAL_MODEL_HINT
+from citeguard.checks.page_meta import page_head, quotes_page_title, without_citation_artefacts
 from citeguard.checks.passage import (
     PreparedText,
     find_as_written,
@@ -81,6 +84,8 @@ class _Pair:
     # what the entailer judges: the claim, or what a verified quote leaves of it
     judged: str | None = None
     verified: bool = False  # the passage step ran
+    # judged on the whole page: a claim of several facts is judged part by part (claim_parts)
+    whole_page: bool = False
     status: CitationStatus = CitationStatus.OK
     reason: str = "ok"
     passage: PassageMatch | None = None
@@ -110,6 +115,12 @@ class ExtractedPage:
         if len(text.text) <= _PREBUILT_INDEX_CHARS:
             text.sentences()
         return cls(page=page, text=text, main=main)
+
+    @functools.cached_property
+    def head(self) -> str:
+        """The page's metadata as evidence (title, site, date:
+        :func:`~citeguard.checks.page_meta.page_head`), built once per page."""
+        return page_head(self.page)
 
     @property
     def indexed(self) -> bool:
@@ -383,6 +394,9 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, judged: bool
     (the page's text was normalised once, off the loop, when it was extracted)."""
     pair.verified = True
     page = ext.page
+    if pair.quote and quotes_page_title(pair.quote, page):
+        # the claim names the page by its title: metadata, judged with the rest of the claim
+        pair.quote = None
     if policy.passage.check_passages and not pair.quote and _verbatim_claim(pair, ext, policy):
         return
     if policy.passage.check_passages and (pair.quote or pair.claim_text):
@@ -390,9 +404,9 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, judged: bool
         pair.passage = match
         failed = _failed_passage(match, quoted=bool(pair.quote))
         if failed is not None and judged and _relevant(pair, match, policy):
-            # a loose paraphrase of a page that covers the claim: the entailer decides,
-            # reading the page's best windows
-            pair.evidence = page.text
+            # a paraphrase the passage step could not place: the entailer decides on the
+            # whole page (where a long page states it, its parts may stand far apart)
+            _judge_on_page(pair, ext)
             return
         if failed is not None:
             pair.status, pair.reason = failed
@@ -405,7 +419,21 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, judged: bool
         window_chars = policy.entailment.window_chars
         if pair.quote and verified and _quote_as_evidence(pair, page, window_chars):
             return
+    if judged and not pair.quote:
+        _judge_on_page(pair, ext)
+        return
     pair.evidence = _evidence_window(page.text, pair.passage, policy.entailment.window_chars)
+
+
+def _judge_on_page(pair: _Pair, ext: ExtractedPage) -> None:
+    """An unquoted claim is judged on the whole page (its metadata first), without the
+    citation artefacts it carries (:mod:`citeguard.checks.page_meta`); the evidence shown is
+    what the entailer found there."""
+    judged = without_citation_artefacts(pair.claim_text)
+    if judged != pair.claim_text:
+        pair.judged = judged
+    pair.evidence = claim_evidence(judged, ext.text, ext.head)
+    pair.whole_page = True
 
 
 def _wants_score(pair: _Pair) -> bool:
@@ -487,11 +515,27 @@ async def score_pairs(
     if not todo:
         return
     requests = [
-        EntailmentRequest(key[1], key[2], page=p.url, claim_id=str(p.claim.index))
+        EntailmentRequest(
+            key[1], key[2], page=p.url, claim_id=str(p.claim.index), whole_page=p.whole_page
+        )
         for p, key in todo
     ]
+    # a claim of several facts judged on a whole page: each part too, on the same page
+    parts = [claim_parts(key[1]) if p.whole_page else [] for p, key in todo]
+    for (p, key), split in zip(todo, parts, strict=True):
+        if len(split) > 1:
+            requests += [
+                EntailmentRequest(
+                    part, key[2], page=p.url, claim_id=f"{p.claim.index}.{j}", whole_page=True
+                )
+                for j, part in enumerate(split, 1)
+            ]
     scores = await score_requests(entailer, requests)
-    for (p, key), score in zip(todo, scores, strict=True):
+    rest = iter(scores[len(todo) :])
+    for k in range(len(todo)):
+        if len(parts[k]) > 1:
+            scores[k] = combine(scores[k], [(part, next(rest)) for part in parts[k]])
+    for (p, key), score in zip(todo, scores[: len(todo)], strict=True):
         # a judge that could not be asked (down, out of budget) is not remembered: a later
         # attempt asks again
         if cache is not None and not score.reason.startswith("judge unavailable"):
@@ -511,6 +555,12 @@ async def judge_uncertain(
         return
     first = {id(p): p.entailment for p in asked}
     for p in asked:
+        # a claim judged on a whole page goes to the judge with the evidence the first backend
+        # read there at its best (the sentences it found), not all that was retrieved
+        found = p.entailment.evidence if p.entailment is not None else ""
+        if p.whole_page and found.strip():
+            p.evidence = found
+        p.whole_page = False  # the judge reads the claim whole
         p.entailment = None
     await score_pairs(judge, asked, cache=cache, on_uncertain="warn")
     for p in asked:
