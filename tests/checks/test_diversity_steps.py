@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from conftest import resolving_report
+
 from citeguard.checks.diversity import (
     QuestionClass,
     _domain_of,
@@ -11,19 +13,7 @@ from citeguard.checks.diversity import (
     _primary_share,
     _required_share,
 )
-from citeguard.models import CitationReport, CitationStatus
 from citeguard.policy import DiversityPolicy
-
-
-def _report(url: str, **kw: object) -> CitationReport:
-    fields: dict[str, object] = {
-        "url": url,
-        "normalized_url": url,
-        "status": CitationStatus.OK,
-        "reason": "ok",
-    }
-    fields.update(kw)
-    return CitationReport.model_validate(fields)
 
 
 def test_an_uncertain_kind_is_gated_on_its_most_lenient_floor() -> None:
@@ -41,18 +31,18 @@ def test_an_uncertain_kind_is_gated_on_its_most_lenient_floor() -> None:
 def test_the_domain_is_the_reports_else_the_registrable_domain_of_the_host() -> None:
     cache: dict[str, str] = {}
     url = "https://news.bbc.co.uk/x"
-    assert _domain_of(_report(url), url, cache) == "bbc.co.uk"
+    assert _domain_of(resolving_report(url), url, cache) == "bbc.co.uk"
     assert cache == {"news.bbc.co.uk": "bbc.co.uk"}
-    assert _domain_of(_report(url, domain="given.example"), url, cache) == "given.example"
+    assert _domain_of(resolving_report(url, domain="given.example"), url, cache) == "given.example"
 
 
 def test_primary_from_upstream_kind_page_signals_or_the_source_table() -> None:
     url = "https://www.nytimes.com/2025/a.html"
-    assert _primary_of(_report(url), url)[0] is False  # news, by the source table
+    assert _primary_of(resolving_report(url), url)[0] is False  # news, by the source table
     # page signals (set upstream) override the table's verdict
-    assert _primary_of(_report(url, primary=True), url) == (True, "page_signals")
+    assert _primary_of(resolving_report(url, primary=True), url) == (True, "page_signals")
     # a kind classified upstream is kept, its primary flag defaulting from the category
-    upstream = _report(url, source_kind="news", primary=None)
+    upstream = resolving_report(url, source_kind="news", primary=None)
     assert _primary_of(upstream, url) == (False, "news")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from conftest import resolving_report
+
 from citeguard.checks.freshness.caveat import find_caveat
 from citeguard.checks.freshness.gate import (
     _date_one,
@@ -16,22 +18,11 @@ from citeguard.checks.freshness.gate import (
     _undated_sources,
     _within_floor,
 )
-from citeguard.models import CitationReport, CitationStatus, Regime
+from citeguard.models import CitationStatus, Regime
 from citeguard.policy import FreshnessPolicy
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 POLICY = FreshnessPolicy()
-
-
-def _report(url: str = "https://a.example/x", **kw: object) -> CitationReport:
-    fields: dict[str, object] = {
-        "url": url,
-        "normalized_url": url,
-        "status": CitationStatus.OK,
-        "reason": "ok",
-    }
-    fields.update(kw)
-    return CitationReport.model_validate(fields)
 
 
 def test_a_fast_regime_counts_undated_sources_as_stale_by_default() -> None:
@@ -47,15 +38,17 @@ def test_search_dates_found_under_a_differently_spelled_url() -> None:
     when = NOW - timedelta(days=3)
     dates = _SearchDates({"HTTPS://A.EXAMPLE/x": when})
     # neither spelling is the search result's key; the final URL, normalised, is
-    report = _report("https://t.example/r", normalized_url=None, final_url="https://a.example/x")
+    report = resolving_report(
+        "https://t.example/r", normalized_url=None, final_url="https://a.example/x"
+    )
     assert dates.find(report) == when
-    assert _SearchDates({}).find(_report()) is None
+    assert _SearchDates({}).find(resolving_report()) is None
 
 
 def test_a_future_date_is_as_fresh_as_now() -> None:
     out = _Dated()
     rules = _Floor.of(Regime.FAST, POLICY)
-    _date_one(out, _report(modified=NOW + timedelta(days=5)), None, rules, NOW, None)
+    _date_one(out, resolving_report(modified=NOW + timedelta(days=5)), None, rules, NOW, None)
     assert out.recencies == [0.0] and out.stale == []
 
 
@@ -63,17 +56,20 @@ def test_a_guessed_date_past_the_floor_is_shown_not_counted() -> None:
     rules = _Floor.of(Regime.FAST, POLICY)
     old = NOW - timedelta(days=2000)
     out = _Dated()
-    _date_one(out, _report(published=old, date_source="htmldate"), None, rules, NOW, None)
+    _date_one(out, resolving_report(published=old, date_source="htmldate"), None, rules, NOW, None)
     assert [u for u, _, _ in out.weak_stale] == ["https://a.example/x"]
     assert out.recencies == [] and out.stale == []
     out = _Dated()
-    _date_one(out, _report(published=old, date_source="json-ld"), None, rules, NOW, None)
+    _date_one(out, resolving_report(published=old, date_source="json-ld"), None, rules, NOW, None)
     assert out.stale and out.recencies
 
 
 def test_only_resolving_citations_are_dated() -> None:
     rules = _Floor.of(Regime.FAST, POLICY)
-    cits = [_report(), _report("https://b.example/", status=CitationStatus.NOT_FOUND)]
+    cits = [
+        resolving_report(),
+        resolving_report("https://b.example/", status=CitationStatus.NOT_FOUND),
+    ]
     dated = _date_sources(cits, rules, NOW, {}, None)
     assert dated.counted == 1
     assert list(dated.per_url) == ["https://a.example/x"]
