@@ -31,6 +31,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
+from citeguard.models import CitationReport, CitationStatus
 from citeguard.policy import FetchPolicy
 from citeguard.web.fetch import StaticResolver
 
@@ -233,3 +234,15 @@ def fresh_python(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
+
+
+def resolving_report(url: str = "https://a.example/x", **fields: object) -> CitationReport:
+    """A citation report whose URL resolved (status ok), with ``fields`` set on it."""
+    data: dict[str, object] = {
+        "url": url,
+        "normalized_url": url,
+        "status": CitationStatus.OK,
+        "reason": "ok",
+    }
+    data.update(fields)
+    return CitationReport.model_validate(data)

@@ -376,6 +376,213 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+_Source = tuple[str, str, bool, str]  # (url, domain, primary, category)
+
+
+def _gate_kind(qc: QuestionClass, klass: str, policy: DiversityPolicy) -> tuple[bool, str]:
+    """(uncertain, the kind gated on): an uncertain kind is gated on the most lenient floor
+    of the kinds it may be."""
+    uncertain = (
+        policy.question_class is None
+        and len(set(qc.plausible)) > 1
+        and policy.uncertain_class == "lenient"
+    )
+    if not uncertain:
+        return False, klass
+    floor_kind = min(
+        qc.plausible, key=lambda k: (policy.domain_floor.get(k, 1), qc.plausible.index(k))
+    )
+    return True, floor_kind
+
+
+def _domain_of(report: CitationReport, url: str, cache: dict[str, str]) -> str:
+    """The report's site: its domain, else the registrable domain of ``url``'s host."""
+    if report.domain:
+        return report.domain
+    host = host_and_path(url)[0]
+    domain = cache.get(host)
+    if domain is None:
+        domain = _site_of(host)
+        cache[host] = domain
+    return domain
+
+
+def _primary_of(report: CitationReport, url: str) -> tuple[bool, str]:
+    """(primary, category): classified upstream when it was, else by the source table (a
+    primary flag set upstream from page signals wins over the table)."""
+    if report.source_kind is not None:
+        # Classified once upstream (sources.with_source_kinds), page signals included.
+        category = report.source_kind
+        primary = report.primary if report.primary is not None else category in PRIMARY_CATEGORIES
+        return primary, category
+    kind = classify_source(url, title=report.title)
+    if report.primary is not None and report.primary != kind.primary:
+        # Set upstream from page signals (JSON-LD types) this function cannot see.
+        return report.primary, "page_signals"
+    return kind.primary, kind.category
+
+
+def _count_sources(citations: Sequence[CitationReport], about: frozenset[str]) -> list[_Source]:
+    """The resolving citations, each with its domain, primary flag and category."""
+    cache: dict[str, str] = {}
+    counted: list[_Source] = []
+    for report in citations:
+        if report.status.outcome is not Outcome.RESOLVES:
+            continue
+        url = report.final_url or report.normalized_url or report.url
+        domain = _domain_of(report, url, cache)
+        primary, category = _primary_of(report, url)
+        if not primary and _is_about(domain, about):
+            # The subject's own site speaks for the subject: apple.com on an Apple question.
+            primary, category = True, "first_party"
+        counted.append((url, domain, primary, category))
+    return counted
+
+
+def _class_uncertain(
+    qc: QuestionClass, klass: str, floor_kind: str, floor: int, guess_floor: int, n_domains: int
+) -> Finding:
+    """The guessed kind's floor was not applied: a warning when the answer falls short of it."""
+    short = n_domains < guess_floor
+    return Finding(
+        code="diversity.class_uncertain",
+        message=(
+            f"the question looks like a {klass} question (at least {guess_floor} "
+            f"domains), but may be a {floor_kind} one; gated on the lenient floor of "
+            f"{floor}" + (f"; it cites {_plural(n_domains, 'domain')}" if short else "")
+        ),
+        severity=Severity.WARNING if short else Severity.INFO,
+        axis="diversity",
+        details={
+            "question_class": klass,
+            "gate_class": floor_kind,
+            "plausible": list(qc.plausible),
+            "floor": floor,
+            "floor_if_guess": guess_floor,
+            "distinct_domains": n_domains,
+        },
+    )
+
+
+def _domain_floor(
+    per_domain: Mapping[str, list[str]], floor: int, floor_kind: str
+) -> tuple[float, Finding | None]:
+    """(score, finding): fewer distinct domains than the floor is an error."""
+    n_domains = len(per_domain)
+    score = min(1.0, n_domains / floor) if floor > 0 else 1.0
+    if n_domains >= floor:
+        return score, None
+    names = ", ".join(per_domain)
+    return score, Finding(
+        code="diversity.domain_floor",
+        message=(
+            f"only {_plural(n_domains, 'distinct domain')} ({names}); "
+            f"a {floor_kind} question needs at least {floor}"
+        ),
+        axis="diversity",
+        details={
+            "distinct_domains": n_domains,
+            "floor": floor,
+            "feedback": (
+                f"Cite sources from at least {floor} different websites; the answer "
+                f"currently relies on {names} only. Excluding URLs cannot fix this: add "
+                "independent sources."
+            ),
+        },
+    )
+
+
+def _per_domain_cap(
+    per_domain: Mapping[str, list[str]], cap: int, about: frozenset[str], n: int
+) -> tuple[float, list[str], list[str], list[Finding]]:
+    """(score, offending URLs, exempt domains, findings): a domain's citations past the cap
+    are offenders, except on the domains the question is about."""
+    exempt: list[str] = []
+    offending: list[str] = []
+    findings: list[Finding] = []
+    for domain, urls in per_domain.items():
+        if len(urls) <= cap:
+            continue
+        if _is_about(domain, about):
+            exempt.append(domain)
+            continue
+        extra = urls[cap:]
+        offending.extend(extra)
+        findings.append(
+            Finding(
+                code="diversity.per_domain_cap",
+                message=(
+                    f"{len(urls)} citations from {domain} exceed the cap of {cap}; "
+                    f"cite other sites instead of {_plural(len(extra), 'extra URL')} from it"
+                ),
+                axis="diversity",
+                details={"domain": domain, "count": len(urls), "cap": cap, "over_cap": extra},
+            )
+        )
+    over = sum(max(0, len(u) - cap) for d, u in per_domain.items() if d not in exempt)
+    return 1.0 - over / n, offending, exempt, findings
+
+
+def _required_share(
+    policy: DiversityPolicy, klass: str, topics: frozenset[str]
+) -> tuple[float, str]:
+    """(the highest primary share the kind or a topic asks for, which one asks it)."""
+    required = 0.0
+    required_by = ""
+    for key in (klass, *sorted(topics)):
+        want = policy.min_primary_share.get(key)
+        if want is not None and want > required:
+            required, required_by = want, key
+    return required, required_by
+
+
+def _primary_share(
+    n_primary: int, n: int, required: float, required_by: str
+) -> tuple[float, Finding | None]:
+    """(score, finding): a primary share below the required one is an error."""
+    share = n_primary / n
+    score = min(1.0, share / required) if required > 0 else 1.0
+    if share >= required:
+        return score, None
+    what = (
+        f"no primary sources among {_plural(n, 'citation')}"
+        if n_primary == 0
+        else f"only {n_primary} of {n} citations are primary sources ({share:.0%})"
+    )
+    return score, Finding(
+        code="diversity.primary_share",
+        message=(
+            f"{what}; a {required_by} question needs at least {required:.0%} primary "
+            "sources (laws, regulator or government pages, filings, papers, standards, "
+            "official announcements)"
+        ),
+        axis="diversity",
+        details={
+            "primary": n_primary,
+            "citations": n,
+            "share": share,
+            "required": required,
+            "required_by": required_by,
+            "feedback": (
+                f"Cite primary sources for this {required_by} question: the law or "
+                "regulation text, the regulator's or government's own pages, filings, "
+                "papers or official announcements, not only news, blogs or "
+                "encyclopaedias."
+            ),
+        },
+    )
+
+
+def _cap_waived(exempt: list[str]) -> Finding:
+    return Finding(
+        code="diversity.cap_waived",
+        message=f"per-domain cap waived for {', '.join(exempt)}: the question is about its owner",
+        severity=Severity.INFO,
+        axis="diversity",
+        details={"domains": exempt},
+    )
+
+
 def check_diversity(
     question: str,
     citations: Sequence[CitationReport],
@@ -397,49 +604,8 @@ def check_diversity(
     qc = qclass if qclass is not None else classify_question(question)
     klass = policy.question_class or qc.kind
     about = frozenset(qc.about_domains)
-    # an uncertain kind is gated on the most lenient floor of the kinds it may be
-    uncertain = (
-        policy.question_class is None
-        and len(set(qc.plausible)) > 1
-        and policy.uncertain_class == "lenient"
-    )
-    floor_kind = (
-        min(qc.plausible, key=lambda k: (policy.domain_floor.get(k, 1), qc.plausible.index(k)))
-        if uncertain
-        else klass
-    )
-
-    # One pass over the reports: domain, primary flag, category.
-    domains_cache: dict[str, str] = {}
-    counted: list[tuple[str, str, bool, str]] = []  # (url, domain, primary, category)
-    for report in citations:
-        if report.status.outcome is not Outcome.RESOLVES:
-            continue
-        url = report.final_url or report.normalized_url or report.url
-        domain = report.domain
-        if not domain:
-            host = host_and_path(url)[0]
-            domain = domains_cache.get(host)
-            if domain is None:
-                domain = _site_of(host)
-                domains_cache[host] = domain
-        if report.source_kind is not None:
-            # Classified once upstream (sources.with_source_kinds), page signals included.
-            category = report.source_kind
-            primary = (
-                report.primary if report.primary is not None else category in PRIMARY_CATEGORIES
-            )
-        else:
-            kind = classify_source(url, title=report.title)
-            primary, category = kind.primary, kind.category
-            if report.primary is not None and report.primary != primary:
-                # Set upstream from page signals (JSON-LD types) this function cannot see.
-                primary, category = report.primary, "page_signals"
-        if not primary and _is_about(domain, about):
-            # The subject's own site speaks for the subject: apple.com on an Apple question.
-            primary, category = True, "first_party"
-        counted.append((url, domain, primary, category))
-
+    uncertain, floor_kind = _gate_kind(qc, klass, policy)
+    counted = _count_sources(citations, about)
     base_details: dict[str, object] = {
         "question_class": klass,
         "gate_class": floor_kind,
@@ -457,159 +623,46 @@ def check_diversity(
         )
 
     findings: list[Finding] = []
-    offending: list[str] = []
     per_domain: dict[str, list[str]] = {}
     for url, domain, _, _ in counted:
         per_domain.setdefault(domain, []).append(url)
-    n_domains = len(per_domain)
     n = len(counted)
 
     # 1. Domain floor.
     floor = policy.domain_floor.get(floor_kind, 1)
     guess_floor = policy.domain_floor.get(klass, 1)
     if uncertain and guess_floor != floor:
-        short = n_domains < guess_floor
         findings.append(
-            Finding(
-                code="diversity.class_uncertain",
-                message=(
-                    f"the question looks like a {klass} question (at least {guess_floor} "
-                    f"domains), but may be a {floor_kind} one; gated on the lenient floor of "
-                    f"{floor}" + (f"; it cites {_plural(n_domains, 'domain')}" if short else "")
-                ),
-                severity=Severity.WARNING if short else Severity.INFO,
-                axis="diversity",
-                details={
-                    "question_class": klass,
-                    "gate_class": floor_kind,
-                    "plausible": list(qc.plausible),
-                    "floor": floor,
-                    "floor_if_guess": guess_floor,
-                    "distinct_domains": n_domains,
-                },
-            )
+            _class_uncertain(qc, klass, floor_kind, floor, guess_floor, len(per_domain))
         )
-    domain_score = min(1.0, n_domains / floor) if floor > 0 else 1.0
-    if n_domains < floor:
-        names = ", ".join(per_domain)
-        message = (
-            f"only {_plural(n_domains, 'distinct domain')} ({names}); "
-            f"a {floor_kind} question needs at least {floor}"
-        )
-        findings.append(
-            Finding(
-                code="diversity.domain_floor",
-                message=message,
-                axis="diversity",
-                details={
-                    "distinct_domains": n_domains,
-                    "floor": floor,
-                    "feedback": (
-                        f"Cite sources from at least {floor} different websites; the answer "
-                        f"currently relies on {names} only. Excluding URLs cannot fix this: add "
-                        "independent sources."
-                    ),
-                },
-            )
-        )
-
+    domain_score, floor_finding = _domain_floor(per_domain, floor, floor_kind)
+    findings.extend([floor_finding] if floor_finding is not None else [])
     # 2. Per-domain cap, waived for the domains the question is about.
     cap = policy.per_domain_cap
-    exempt: list[str] = []
-    worst_excess = 0
-    for domain, urls in per_domain.items():
-        if len(urls) <= cap:
-            continue
-        if _is_about(domain, about):
-            exempt.append(domain)
-            continue
-        extra = urls[cap:]
-        worst_excess = max(worst_excess, len(extra))
-        offending.extend(extra)
-        findings.append(
-            Finding(
-                code="diversity.per_domain_cap",
-                message=(
-                    f"{len(urls)} citations from {domain} exceed the cap of {cap}; "
-                    f"cite other sites instead of {_plural(len(extra), 'extra URL')} from it"
-                ),
-                axis="diversity",
-                details={"domain": domain, "count": len(urls), "cap": cap, "over_cap": extra},
-            )
-        )
-    cap_score = (
-        1.0 - sum(max(0, len(u) - cap) for d, u in per_domain.items() if d not in exempt) / n
-    )
-
+    cap_score, offending, exempt, cap_findings = _per_domain_cap(per_domain, cap, about, n)
+    findings.extend(cap_findings)
     # 3. Primary share per class and topic.
     n_primary = sum(1 for c in counted if c[2])
-    share = n_primary / n
-    required = 0.0
-    required_by = ""
-    for key in (klass, *sorted(qc.topics)):
-        want = policy.min_primary_share.get(key)
-        if want is not None and want > required:
-            required, required_by = want, key
-    primary_score = min(1.0, share / required) if required > 0 else 1.0
-    if share < required:
-        what = (
-            f"no primary sources among {_plural(n, 'citation')}"
-            if n_primary == 0
-            else f"only {n_primary} of {n} citations are primary sources ({share:.0%})"
-        )
-        findings.append(
-            Finding(
-                code="diversity.primary_share",
-                message=(
-                    f"{what}; a {required_by} question needs at least {required:.0%} primary "
-                    "sources (laws, regulator or government pages, filings, papers, standards, "
-                    "official announcements)"
-                ),
-                axis="diversity",
-                details={
-                    "primary": n_primary,
-                    "citations": n,
-                    "share": share,
-                    "required": required,
-                    "required_by": required_by,
-                    "feedback": (
-                        f"Cite primary sources for this {required_by} question: the law or "
-                        "regulation text, the regulator's or government's own pages, filings, "
-                        "papers or official announcements, not only news, blogs or "
-                        "encyclopaedias."
-                    ),
-                },
-            )
-        )
+    required, required_by = _required_share(policy, klass, qc.topics)
+    primary_score, primary_finding = _primary_share(n_primary, n, required, required_by)
+    findings.extend([primary_finding] if primary_finding is not None else [])
     if exempt:
-        findings.append(
-            Finding(
-                code="diversity.cap_waived",
-                message=(
-                    f"per-domain cap waived for {', '.join(exempt)}: the question is about "
-                    "its owner"
-                ),
-                severity=Severity.INFO,
-                axis="diversity",
-                details={"domains": exempt},
-            )
-        )
+        findings.append(_cap_waived(exempt))
 
-    passed = not any(f.severity is Severity.ERROR for f in findings)
     return AxisResult(
         name="diversity",
-        passed=passed,
+        passed=not any(f.severity is Severity.ERROR for f in findings),
         score=round(min(domain_score, cap_score, primary_score), 4),
         findings=findings,
         offending_urls=offending,
         details={
             **base_details,
-            "distinct_domains": n_domains,
+            "distinct_domains": len(per_domain),
             "domain_floor": floor,
             "per_domain_cap": cap,
             "domains": {d: len(u) for d, u in per_domain.items()},
             "cap_waived": exempt,
-            "primary_share": round(share, 4),
+            "primary_share": round(n_primary / n, 4),
             "min_primary_share": required,
             "sources": {
                 url: {"domain": d, "primary": p, "category": c} for url, d, p, c in counted

@@ -1,0 +1,366 @@
+"""The question's regime by deterministic cue rules, and the rules' cues as model features."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from citeguard.checks.freshness.confidence import _with_confidence
+from citeguard.models import (
+    FreshnessClass,
+    Regime,
+)
+from citeguard.text import fold_whitespace
+
+# --------------------------------------------------------------------------------------------
+# Question regime
+# --------------------------------------------------------------------------------------------
+
+_F = re.IGNORECASE
+_MAX_QUESTION_CHARS = 2000
+# A bounded gap inside one sentence: "how much is ... worth ... now". Unbounded ``.*`` between
+# two alternations is quadratic on long inputs.
+_GAP = r"[^?!\n]{0,80}?"
+
+_YEAR_RE = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+# A year that starts an open range ("since 2009", "between 2009 and now") anchors nothing.
+_OPEN_RANGE_RE = re.compile(
+    r"\b(?:since|from)\s+(?:\w+\s+)?(?:1[5-9]\d\d|20\d\d)\b(?!\s*(?:to|until|-|–)\s*\d)"
+    r"|\bbetween\s+(?:1[5-9]\d\d|20\d\d)\s+and\s+(?:now|today|the\s+present)\b",
+    _F,
+)
+
+# (label, pattern) tables; the first match of a table gives its cue.
+_REAL_TIME: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("price", re.compile(r"\b(?:stock|share|spot|gas|fuel|petrol|ticket)\s+prices?\b", _F)),
+    (
+        "price",
+        re.compile(
+            r"\b(?:current|today'?s?|live|latest)\s+(?:\w+\s+){0,2}(?:price|prices|rate|quote)\b"
+            r"|\bprices?\s+(?:of\s+\S+\s+)?(?:now|today|right\s+now|currently)\b"
+            rf"|\bhow\s+much\s+(?:is|are|does)\b{_GAP}\b(?:worth|trading|cost)\b{_GAP}\b(?:now|today)\b"
+            r"|\btrading\s+at\b|\bmarket\s+cap\w*\b",
+            _F,
+        ),
+    ),
+    ("exchange rate", re.compile(r"\bexchange\s+rates?\b|\bconversion\s+rate\b|\bforex\b", _F)),
+    (
+        "weather",
+        re.compile(
+            r"\bweather\b|\bforecast\b|\btemperature\b|\bhumidity\b|\bair\s+quality\b"
+            r"|\bwater\s+level\b|\brainfall\b|\bsnow\s+(?:depth|report)\b|\bwildfire\s+status\b",
+            _F,
+        ),
+    ),
+    (
+        "score",
+        re.compile(
+            rf"\bscores?\s+(?:of|in|for)\b{_GAP}\b(?:game|match|fixture|final)\b|\bwho\s+is\s+winning\b"
+            r"|\blive\s+(?:score|results?|updates?|standings)\b|\bcurrent\s+score\b",
+            _F,
+        ),
+    ),
+    (
+        "status",
+        re.compile(
+            r"\b(?:is|are)\s+\S+(?:\s+\S+)?\s+(?:down|offline|online|delayed|open|closed)"
+            r"(?:\s+(?:right\s+)?now|\s+today)?\s*\??\s*$"
+            r"|\b(?:outage|service\s+status|flight\s+status|traffic)\b",
+            _F,
+        ),
+    ),
+    (
+        "clock",
+        re.compile(
+            r"\bwhat\s+(?:time|day|date|month|year)\s+is\s+it\b|\btoday'?s\s+date\b"
+            r"|\bwhat\s+is\s+today\b|\bhow\s+many\s+days\s+(?:are\s+)?(?:left\s+)?until\b",
+            _F,
+        ),
+    ),
+    (
+        "now",
+        re.compile(
+            r"\btoday\b|\bright\s+now\b|\bat\s+the\s+moment\b|\btonight\b|\bthis\s+(?:morning|"
+            r"afternoon|evening)\b|\bat\s+this\s+(?:moment|hour)\b",
+            _F,
+        ),
+    ),
+)
+# Office holders change over years: "the current CEO/host/president" is slow, not fast.
+_HOLDER_RE = re.compile(
+    r"\b(?:current|currently|now|present|sitting|incumbent|today'?s)\s+(?:\S+\s+){0,3}?"
+    r"(?:ceo|cfo|cto|chief\s+executive|president|prime\s+minister|premier|chancellor|host|"
+    r"coach|manager|chair(?:man|woman|person)?|leader|head|king|queen|monarch|pope|governor|"
+    r"mayor|minister|secretary|director|owner|editor|captain|speaker|senator|ambassador|"
+    r"commissioner|spouse|wife|husband|partner)\b",
+    _F,
+)
+# "the latest French player to win ...", "the most recent team to win back-to-back ...":
+# a record qualified by a category changes slowly even though it says "latest".
+_QUALIFIED_LATEST_RE = re.compile(
+    r"\b(?:latest|most\s+recent|last)\s+(?:\w+[\s-]+){1,4}?to\s+(?:win|be|become|have|hold|"
+    r"receive|reach|score|do|make|get|take|play|walk|go|climb|visit|land)\b",
+    _F,
+)
+_FIRST_TO_RE = re.compile(
+    r"\b(?:first|earliest)\s+(?:ever\s+)?(?:\w+[\s-]+){0,4}?(?:to|ever)\b"
+    r"|\bwas\s+the\s+first\b|\bfirst\s+(?:film|book|movie|song|album|person|man|woman)\b",
+    _F,
+)
+# "current" or "now" makes even a "first ... to" question relative to today.
+_NOW_WORD_RE = re.compile(r"\b(?:current(?:ly)?|now|today|present)\b", _F)
+_FAST: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "latest",
+        re.compile(r"\b(?:latest|newest|most\s+recent(?:ly)?|just\s+(?:released|announced))\b", _F),
+    ),
+    (
+        "upcoming",
+        re.compile(r"\b(?:upcoming|next|forthcoming|coming\s+soon|scheduled\s+for)\b", _F),
+    ),
+    (
+        "this period",
+        re.compile(
+            r"\bthis\s+(?:week|month|year|season|quarter|weekend)(?:'s)?\b|\bthis\s+year'?s\b", _F
+        ),
+    ),
+    ("so far", re.compile(r"\bso\s+far\b|\bto\s+date\b|\byet\b|\bstill\b|\bas\s+of\s+now\b", _F)),
+    ("recent", re.compile(r"\brecent(?:ly)?\b|\bthese\s+days\b|\bnowadays\b", _F)),
+    ("titleholder", re.compile(rf"\b(?:reigning|defending)\b|\bchampions?\b{_GAP}\bnow\b", _F)),
+    ("current", re.compile(r"\bcurrent(?:ly)?\b|\bnow\b|\bpresent(?:ly)?\b|\bas\s+of\b", _F)),
+    (
+        "live count",
+        re.compile(
+            rf"\bfollowers\b|\bsubscribers\b|\bcurrent\s+age\b|\bhow\s+old\s+is\b{_GAP}\bnow\b"
+            r"|\bpeople\s+(?:are\s+there\s+)?in\s+the\s+world\b|\bworld\s+population\b"
+            r"|\bstandings\b|\branking\b|\bpolls?\b|\bleaderboard\b|\bbox\s+office\b",
+            _F,
+        ),
+    ),
+)
+# Things whose state changes over years: rules in force, records, superlatives, rosters.
+_SLOW_TOPIC_RE = re.compile(
+    r"\b(?:regulat\w*|laws?|legal|legislation|guidance|guidelines?|polic(?:y|ies)|rules?|"
+    r"requires?|requirements?|minimum\s+wage|wages?|tax\s+rates?|tax(?:es)?|tariffs?|"
+    r"directive|act|compliance|standards?|recommendations?|approved|approval|licen[cs]e)\b",
+    _F,
+)
+_SLOW: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("rules in force", _SLOW_TOPIC_RE),
+    ("record", re.compile(r"\brecords?\b|\bof\s+all\s+time\b|\bever\b|\bin\s+history\b", _F)),
+    (
+        "superlative",
+        re.compile(
+            r"\b(?:largest|biggest|smallest|tallest|highest|lowest|longest|shortest|oldest|"
+            r"youngest|deepest|fastest|richest|hottest|coldest|most\s+\w+|best-selling|"
+            r"\w+est-\w+)\b",
+            _F,
+        ),
+    ),
+    (
+        "roster",
+        re.compile(
+            r"\bplays?\s+for\b|\bteam\s+does\b|\bclub\s+does\b|\bmarried\s+to\b|\bwho\s+owns\b"
+            r"|\bowner\s+of\b|\bheadquarter\w*\b|\bpopulation\s+of\b|\bhow\s+old\s+is\b",
+            _F,
+        ),
+    ),
+    ("ongoing state", re.compile(rf"\bhow\s+long\s+(?:has|have)\b{_GAP}\bbeen\b", _F)),
+    (
+        "cumulative count",
+        re.compile(rf"\bhow\s+many\b{_GAP}\b(?:have|has)\b|\bin\s+total\b|\btotal\s+number\b", _F),
+    ),
+    (
+        "version",
+        re.compile(
+            r"\bversions?\b|\breleases?\b|\bv\d+(?:\.\d+)*\b|\b[a-z][\w+#-]*\s+\d+(?:\.\d+)+\b"
+            r"|\bsupported\b|\bdeprecated\b",
+            _F,
+        ),
+    ),
+)
+_INSENSITIVE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "historical event",
+        re.compile(
+            r"\b(?:invented|founded|born|died|painted|directed|wrote|written|composed|"
+            r"discovered|created|built|premiered|assassinated|signed|established|launched|"
+            r"killed|won\s+(?:the\s+)?\d{4})\b|\bhistor(?:y|ical)\b|\bancient\b|\boriginally\b",
+            _F,
+        ),
+    ),
+    (
+        "definition",
+        re.compile(
+            r"\bcapital\s+of\b|\bdefinition\s+of\b|\bmeaning\s+of\b|\bstand\s+for\b"
+            r"|\bwhat\s+does\s+\S+\s+mean\b|\bformula\s+for\b|\bhow\s+many\s+\w+\s+(?:in|are\s+in)"
+            r"\s+an?\b|\bboiling\s+point\b|\bspeed\s+of\s+light\b|\bname\s+of\s+the\s+main\b",
+            _F,
+        ),
+    ),
+    (
+        "past tense",
+        re.compile(
+            rf"^\s*(?:when|where|who|what|which|how|in\s+what\s+\w+)\b{_GAP}\b(?:did|was|were)\b"
+            r"|^\s*(?:did|was|were)\b",
+            _F,
+        ),
+    ),
+)
+
+
+def _first(table: Sequence[tuple[str, re.Pattern[str]]], text: str) -> tuple[str, str] | None:
+    for label, pattern in table:
+        m = pattern.search(text)
+        if m:
+            return label, m.group(0).strip()
+    return None
+
+
+def classify_freshness(question: str, *, now: datetime | None = None) -> FreshnessClass:
+    """Classify how fast the answer to ``question`` changes, with the cues that decided it.
+
+    Rules, in order (the first that fires decides):
+
+    1. a year two or more years before ``now`` anchors the question in the past → insensitive
+       ("in 2021 ...", "the 2022 World Cup"), unless it opens a range to the present ("since
+       2009", "between 2009 and now");
+    2. "the first X to ..." is a record that cannot change → insensitive;
+    3. prices, exchange rates, weather, live scores, service status, the clock, "today",
+       "right now" → real-time (but "right now" on a rule in force, such as a minimum wage,
+       is slow);
+    4. "the current CEO / host / president ..." → slow: office holders change over years;
+    5. "the latest/most recent <category> to win ..." → slow (a qualified record);
+    6. latest, most recent, upcoming, next, this week/month/year, so far, yet, still,
+       recent, current, live counts (followers, population, current age) → fast; "current"
+       or "now" on a rule in force is slow;
+    7. the current year → fast; last year → slow;
+    8. rules in force (regulations, guidance, laws, wages, taxes), records, superlatives,
+       rosters, cumulative counts, versions and releases → slow;
+    9. historical events, definitions, past tense → insensitive;
+    10. otherwise insensitive.
+    """
+    regime, label, cue = _rule_decision(question, now or datetime.now(UTC))
+    return _with_confidence(FreshnessClass(regime=regime, cues=[cue]), label)
+
+
+def _rule_decision(question: str, today: datetime) -> tuple[Regime, str, str]:
+    """:func:`classify_freshness`'s rules: the regime, the label of the rule that decided (one
+    of :data:`RULE_LABELS`) and the cue it read."""
+    # A question is a sentence or two; beyond this it is a document, and the cues are up front.
+    q = fold_whitespace(question[:_MAX_QUESTION_CHARS])
+    years = [int(y) for y in _YEAR_RE.findall(q)]
+    open_range = _OPEN_RANGE_RE.search(q)
+    if years and not open_range:
+        past = [y for y in years if y <= today.year - 2]
+        if past and len(past) == len(years):
+            return Regime.INSENSITIVE, "past year", f"past year {past[0]}"
+    first_to = _FIRST_TO_RE.search(q)
+    if first_to and not _NOW_WORD_RE.search(q):
+        return Regime.INSENSITIVE, "fixed record", f"fixed record: {first_to.group(0)!r}"
+    slow_topic = _SLOW_TOPIC_RE.search(q)
+    real_time = _first(_REAL_TIME, q)
+    if real_time is not None:
+        label, text = real_time
+        if label == "now" and slow_topic:
+            cue = f"rule in force asked {text!r}: {slow_topic.group(0)!r}"
+            return Regime.SLOW, "rule in force asked now", cue
+        return Regime.REAL_TIME, label, f"{label}: {text!r}"
+    holder = _HOLDER_RE.search(q)
+    if holder:
+        return Regime.SLOW, "office holder", f"office holder: {holder.group(0)!r}"
+    qualified = _QUALIFIED_LATEST_RE.search(q)
+    if qualified:
+        return Regime.SLOW, "qualified record", f"qualified record: {qualified.group(0)!r}"
+    if open_range:
+        return Regime.SLOW, "open range", f"count over an open range: {open_range.group(0)!r}"
+    fast = _first(_FAST, q)
+    if fast is not None:
+        label, text = fast
+        if label == "current" and slow_topic:
+            cue = f"rule in force asked {text!r}: {slow_topic.group(0)!r}"
+            return Regime.SLOW, "rule in force asked current", cue
+        return Regime.FAST, label, f"{label}: {text!r}"
+    if years and not open_range:
+        if today.year in years:
+            return Regime.FAST, "current year", f"current year {today.year}"
+        if today.year - 1 in years:
+            return Regime.SLOW, "last year", f"last year {today.year - 1}"
+    slow = _first(_SLOW, q)
+    if slow is not None:
+        return Regime.SLOW, slow[0], f"{slow[0]}: {slow[1]!r}"
+    insensitive = _first(_INSENSITIVE, q)
+    if insensitive is not None:
+        return Regime.INSENSITIVE, insensitive[0], f"{insensitive[0]}: {insensitive[1]!r}"
+    return Regime.INSENSITIVE, "no cue", "no time-sensitive cue"
+
+
+#: every label :func:`_rule_decision` can decide by, in a fixed order
+RULE_LABELS: tuple[str, ...] = (
+    "past year",
+    "fixed record",
+    "rule in force asked now",
+    *dict.fromkeys(label for label, _ in _REAL_TIME),
+    "office holder",
+    "qualified record",
+    "open range",
+    *(label for label, _ in _FAST),
+    "rule in force asked current",
+    "current year",
+    "last year",
+    *(label for label, _ in _SLOW),
+    *(label for label, _ in _INSENSITIVE),
+    "no cue",
+)
+# Every cue pattern, whether or not it decided: (name, patterns).
+_CUE_TABLES: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = (
+    *(
+        (f"{kind}:{label}", tuple(p for lab, p in table if lab == label))
+        for kind, table in (
+            ("real_time", _REAL_TIME),
+            ("fast", _FAST),
+            ("slow", _SLOW),
+            ("insensitive", _INSENSITIVE),
+        )
+        for label in dict.fromkeys(lab for lab, _ in table)
+    ),
+    ("office holder", (_HOLDER_RE,)),
+    ("qualified record", (_QUALIFIED_LATEST_RE,)),
+    ("first to", (_FIRST_TO_RE,)),
+    ("now word", (_NOW_WORD_RE,)),
+    ("open range", (_OPEN_RANGE_RE,)),
+)
+_YEAR_FEATURES = ("past", "last", "current", "future")
+#: the names of :func:`regime_features`, in order: the rules' regime, the rule that decided,
+#: every cue that fired, and where the years the question names lie relative to ``now``
+REGIME_FEATURE_NAMES: tuple[str, ...] = (
+    *(f"rules={r.value}" for r in Regime),
+    *(f"decided by={label}" for label in RULE_LABELS),
+    *(f"cue={name}" for name, _ in _CUE_TABLES),
+    *(f"year={where}" for where in _YEAR_FEATURES),
+)
+
+
+def regime_features(
+    question: str, *, now: datetime | None = None
+) -> tuple[list[float], tuple[Regime, str, str]]:
+    """The cue-rule features of ``question`` (named by :data:`REGIME_FEATURE_NAMES`) and the
+    rules' own decision (regime, rule label, cue)."""
+    today = now or datetime.now(UTC)
+    decision = _rule_decision(question, today)
+    q = fold_whitespace(question[:_MAX_QUESTION_CHARS])
+    years = {int(y) for y in _YEAR_RE.findall(q)}
+    year_hits = (
+        any(y <= today.year - 2 for y in years),
+        today.year - 1 in years,
+        today.year in years,
+        any(y > today.year for y in years),
+    )
+    values = [
+        *(float(decision[0] is r) for r in Regime),
+        *(float(decision[1] == label) for label in RULE_LABELS),
+        *(float(any(p.search(q) for p in patterns)) for _, patterns in _CUE_TABLES),
+        *(float(hit) for hit in year_hits),
+    ]
+    return values, decision
