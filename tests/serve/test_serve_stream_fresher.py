@@ -116,3 +116,39 @@ def test_an_anthropic_stream_asks_once_and_relays_the_fresher_citation(
     assert len(upstream_server.requests) == 2
     assert old in upstream_server.requests[1]["messages"][-1]["content"]
     assert verdict is not None and verdict["verdict"] == "passed" and verdict["attempts"] == 2
+
+
+def test_once_text_is_out_a_held_stream_only_warns(
+    fresh_service: Service, upstream_server: FakeUpstream, dated: DatedPages
+) -> None:
+    old, new = dated.url("/old"), dated.url("/new")
+    first = f"The latest version of Frobnicator is 5.2 ({new}). "
+    begun = "Its builds are faster; "  # ends where the relay hands the guard text
+    answer = f"{first}{begun}see the notes ({old})."
+    upstream_server.script(answer, answer_citing(new))
+    # the upstream holds the rest of the stale-cited sentence back (once it has begun: the
+    # first is complete) until the client has read the first one, released once verified:
+    # by the verdict, text is out
+    upstream_server.pause_before = 1 + len(FakeUpstream._pieces(first + begun))
+    text, verdict = "", None
+    stream = _client(fresh_service).chat.completions.create(
+        model="m",
+        messages=MESSAGES,  # type: ignore[arg-type]
+        stream=True,
+    )
+    try:
+        for chunk in stream:
+            for choice in chunk.choices:
+                text += choice.delta.content or ""
+            if text.startswith(first.rstrip()):
+                upstream_server.resume()
+            if (chunk.model_extra or {}).get("citeguard"):
+                verdict = chunk.model_extra["citeguard"]  # type: ignore[index]
+    finally:
+        upstream_server.resume()
+    assert text == answer
+    assert verdict is not None
+    assert verdict["verdict"] == "passed" and verdict["attempts"] == 1
+    assert "freshness.regime_uncertain" in _codes(verdict)
+    assert "freshness.fresher_asked" not in _codes(verdict)
+    assert len(upstream_server.requests) == 1
