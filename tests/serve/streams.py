@@ -34,11 +34,13 @@ def chat_stream(
     return text, verdict
 
 
-def responses_stream(client: openai.OpenAI, **kw: Any) -> tuple[str, Any]:
+def responses_stream(
+    client: openai.OpenAI, question: str = "How tall?", **kw: Any
+) -> tuple[str, Any]:
     """The text deltas a Responses stream sent, and its last event (``response.completed``,
     or ``response.incomplete`` for an answer that failed closed), read with the SDK's
     ``responses.stream`` helper."""
-    with client.responses.stream(model="m", input="How tall?", **kw) as stream:
+    with client.responses.stream(model="m", input=question, **kw) as stream:
         deltas, last = [], None
         for e in stream:
             if e.type == "response.output_text.delta":

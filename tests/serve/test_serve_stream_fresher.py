@@ -14,7 +14,7 @@ import openai
 
 from serve.dated import QUESTION, TEXT, DatedPages, answer_citing, day
 from serve.servers import KEY, FakeUpstream, Service
-from serve.streams import chat_stream
+from serve.streams import chat_stream, responses_stream
 
 MESSAGES = [{"role": "user", "content": QUESTION}]
 
@@ -56,6 +56,20 @@ def test_without_a_fresher_source_the_held_answer_is_released_with_the_warning(
     assert {"freshness.regime_uncertain", "freshness.fresher_asked"} <= _codes(verdict)
     assert old in verdict["message"]
     assert len(upstream_server.requests) == 2
+
+
+def test_a_held_responses_stream_asks_once_and_relays_the_fresher_answer(
+    fresh_service: Service, upstream_server: FakeUpstream, dated: DatedPages
+) -> None:
+    old, new = dated.url("/old"), dated.url("/new")
+    upstream_server.script(answer_citing(old), answer_citing(new))
+    text, last = responses_stream(_client(fresh_service), QUESTION)
+    assert text == answer_citing(new)
+    assert last.type == "response.completed" and last.response.output_text == text
+    verdict = (last.response.model_extra or {})["citeguard"]
+    assert verdict["verdict"] == "passed" and verdict["attempts"] == 2
+    assert len(upstream_server.requests) == 2
+    assert old in str(upstream_server.requests[1]["input"][-1]["content"])
 
 
 def test_annotate_mode_only_warns(
