@@ -462,8 +462,8 @@ async def guarded_stream(
             stream = await reopen(_feedback_message(ending.feedback, exclude))
         except UpstreamError as e:
             record.error = e.code
-            if asked is not None:  # no fresher answer: the kept one stands
-                yield _release_asked(guard, asked, attempt, "failed", record, meta)
+            if asked is not None:  # no fresher answer: the kept one stands (2 calls made)
+                yield _release_asked(guard, asked, attempt + 1, "failed", record, meta)
                 return
             yield _stream_error(dialect, e)
             return

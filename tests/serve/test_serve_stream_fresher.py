@@ -11,6 +11,7 @@ from typing import Any
 
 import anthropic
 import openai
+import pytest
 
 from serve.dated import QUESTION, TEXT, DatedPages, answer_citing, day
 from serve.servers import KEY, FakeUpstream, Service
@@ -55,6 +56,21 @@ def test_without_a_fresher_source_the_held_answer_is_released_with_the_warning(
     assert verdict["attempts"] == 2 and verdict["ending"] == "stop"
     assert {"freshness.regime_uncertain", "freshness.fresher_asked"} <= _codes(verdict)
     assert old in verdict["message"]
+    assert len(upstream_server.requests) == 2
+
+
+@pytest.mark.parametrize("failure", ["500", "close_mid"])
+def test_a_failing_fresher_call_releases_the_held_answer_with_the_warning(
+    fresh_service: Service, upstream_server: FakeUpstream, dated: DatedPages, failure: str
+) -> None:
+    old, new = dated.url("/old"), dated.url("/new")
+    upstream_server.script(answer_citing(old), answer_citing(new))
+    # the fresher call is refused (500), or its stream breaks off half way
+    upstream_server.behaviour, upstream_server.behaviour_from = failure, 1
+    text, verdict = chat_stream(_client(fresh_service), MESSAGES)
+    assert text == answer_citing(old)  # nothing of the broken attempt reached the client
+    assert verdict["verdict"] == "passed" and verdict["attempts"] == 2
+    assert "freshness.fresher_asked" in _codes(verdict)
     assert len(upstream_server.requests) == 2
 
 
