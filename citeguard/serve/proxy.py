@@ -16,7 +16,9 @@ that text until then. One whose citation objects come after their text (OpenAI a
 streams with ``late_citations``: a sentence that cites nothing inline is held until the stream
 ends, and what the guard releases after the upstream's last event waits for the whole answer's
 check; if that fails, the text sent stops at the first claim with an offending citation. The
-event that ends the stream carries the verdict.
+event that ends the stream carries the verdict. In hold mode an attempt nothing of which was sent
+is regenerated when it fails, and kept back while the upstream is asked once for fresher
+sources when it passes citing a source stale under an uncertain regime (``guarded_stream``).
 """
 
 from __future__ import annotations
