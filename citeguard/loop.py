@@ -319,15 +319,7 @@ def _fresher_or_first(
             structured=structured,
         )
     why = "did not pass" if not fresher.verdict.passed else "cited nothing newer"
-    axis = first.verdict.axes["freshness"]
-    verdict = first.verdict.model_copy(
-        update={
-            "axes": {
-                **first.verdict.axes,
-                "freshness": axis.model_copy(update={"findings": [*axis.findings, ask.finding()]}),
-            }
-        }
-    )
+    verdict = ask.warned(first.verdict)
     # the passing attempt holds the verdict the result returns (to_case finds it by identity)
     checked = first.attempts[-1].model_copy(update={"verdict": verdict})
     attempts = [*first.attempts[:-1], checked, fresher]

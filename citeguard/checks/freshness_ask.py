@@ -90,6 +90,14 @@ class FresherAsk:
             },
         )
 
+    def warned(self, verdict: Verdict) -> Verdict:
+        """``verdict`` (the first answer's) with :meth:`finding` added to its freshness axis:
+        what it is returned with when no fresher answer won."""
+        axis = verdict.axes["freshness"]
+        findings = [*axis.findings, self.finding()]
+        fresh = axis.model_copy(update={"findings": findings})
+        return verdict.model_copy(update={"axes": {**verdict.axes, "freshness": fresh}})
+
     def newer(self, verdict: Verdict) -> bool:
         """Whether ``verdict``'s answer passes and its dated sources are newer (a lower median
         age) than the first answer's."""

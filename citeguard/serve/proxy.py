@@ -16,7 +16,9 @@ that text until then. One whose citation objects come after their text (OpenAI a
 streams with ``late_citations``: a sentence that cites nothing inline is held until the stream
 ends, and what the guard releases after the upstream's last event waits for the whole answer's
 check; if that fails, the text sent stops at the first claim with an offending citation. The
-event that ends the stream carries the verdict.
+event that ends the stream carries the verdict. In hold mode an attempt nothing of which was sent
+is regenerated when it fails, and kept back while the upstream is asked once for fresher
+sources when it passes citing a source stale under an uncertain regime (``guarded_stream``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from citeguard.checks.freshness_ask import FresherAsk, fresher_ask
 from citeguard.errors import CitationRejected
 from citeguard.exclusions import Failures, excluded_for, exclusion_run
 from citeguard.feedback import Feedback, render_feedback
@@ -42,7 +45,7 @@ from citeguard.serve.dialects import Dialect
 from citeguard.serve.errors import ApiError
 from citeguard.serve.upstream import SseEvent, Upstream, UpstreamError, UpstreamStream, sse
 from citeguard.serve.verdicts import Outcome, ending_of, outcome_of, summary
-from citeguard.stream import StreamHeld, StreamText, StreamVerdict
+from citeguard.stream import StreamHeld, StreamText, StreamVerdict, stream_answer
 from citeguard.web.urls import normalize_all
 
 __all__ = ["Record", "guarded_call", "guarded_stream", "open_stream"]
@@ -365,12 +368,27 @@ def _error_event(
 
 
 @dataclass
+class _Asked:
+    """A passing attempt kept back, unseen, while the upstream is asked once for fresher
+    sources (issue 45): released, with its warning, if no newer passing answer comes back."""
+
+    relay: _Relay
+    verdict: Verdict
+    ask: FresherAsk
+    attempt: int
+
+
+@dataclass
 class _Ending:
-    """How one streamed attempt ended: sent to the client (``done``), or to be regenerated."""
+    """How one streamed attempt ended: sent to the client (``done``), or to be regenerated
+    (``asked``: for fresher sources); ``fallback``: the fresher attempt lost, the kept answer
+    goes instead."""
 
     done: bool
     feedback: str = ""
     exclude: frozenset[str] = frozenset()
+    asked: _Asked | None = None
+    fallback: str = ""
 
 
 async def guarded_stream(
@@ -390,10 +408,18 @@ async def guarded_stream(
     sentence held, or the whole answer's verdict failed while everything was still held) is
     dropped unseen, and ``reopen(feedback)`` opens the next attempt through the upstream, with
     the failing URLs excluded, within ``Policy.max_attempts`` and ``Policy.time_budget``. Once
-    text has gone out, the attempt is the answer."""
+    text has gone out, the attempt is the answer.
+
+    It asks for fresher sources the same way (:mod:`citeguard.checks.freshness_ask`): an
+    attempt that passes, nothing of it sent, citing a source stale under an uncertain faster
+    regime (its sentence held back until the verdict) is kept back and the upstream asked once
+    more, the stale URLs not excluded. That attempt is held whole: it goes if it passes with
+    newer sources, else the kept answer does, passing, with ``freshness.fresher_asked``.
+    ``Policy.freshness.ask_fresher=0`` turns it off; once text is out it is the warning only."""
     record.mode = mode
     policy = guard.policy
     regenerate = mode == "hold" and reopen is not None
+    may_ask = regenerate and policy.freshness.ask_fresher > 0
     max_attempts = policy.max_attempts if regenerate else 1
     deadline = time.monotonic() + policy.time_budget if policy.time_budget else None
     exclude: frozenset[str] = frozenset()
@@ -401,9 +427,14 @@ async def guarded_stream(
     # attempt runs in its own steps of the guard loop, so the record is handed over, not inherited
     failures: Failures = {}
     attempt = 0
+    asked: _Asked | None = None  # the passing answer kept back while asking for fresher
     while True:
         attempt += 1
-        can_retry = attempt < max_attempts and (deadline is None or time.monotonic() < deadline)
+        can_retry = (
+            asked is None
+            and attempt < max_attempts
+            and (deadline is None or time.monotonic() < deadline)
+        )
         ending = _Ending(done=True)
         async for chunk in _attempt(
             guard,
@@ -418,17 +449,82 @@ async def guarded_stream(
             can_retry=can_retry,
             ending=ending,
             failures=failures,
+            fresher=may_ask and can_retry,
+            asked=asked,
         ):
             yield chunk
+        if asked is not None and ending.fallback:
+            yield _release_asked(guard, asked, attempt, ending.fallback, record, meta)
+            return
         if ending.done or reopen is None:
             return
         exclude = exclude | ending.exclude
+        asked = ending.asked
         try:
             stream = await reopen(_feedback_message(ending.feedback, exclude))
         except UpstreamError as e:
             record.error = e.code
+            if asked is not None:  # no fresher answer: the kept one stands (2 calls made)
+                yield _release_asked(guard, asked, attempt + 1, "failed", record, meta)
+                return
             yield _stream_error(dialect, e)
             return
+
+
+def _release_asked(
+    guard: Guard,
+    asked: _Asked,
+    attempts: int,
+    why: str,
+    record: Record,
+    meta: Mapping[str, Any],
+) -> bytes:
+    """The kept answer, whole and passing, with its stale sources as a warning: the fresher
+    attempt ``why`` (did not pass, cited nothing newer, failed)."""
+    asked.relay.released = asked.relay.length
+    stale = ", ".join(f"{s.url} dated {s.date[:10]}" for s in asked.ask.stale)
+    message = (
+        f"passed on attempt {asked.attempt}; asked once for fresher sources (attempt "
+        f"{attempts}), which {why}: the stale sources stand ({stale})"
+    )
+    return _close(
+        guard, asked.relay, asked.ask.warned(asked.verdict), attempts, record, meta, message
+    )
+
+
+def _close(
+    guard: Guard,
+    relay: _Relay,
+    verdict: Verdict,
+    attempts: int,
+    record: Record,
+    meta: Mapping[str, Any],
+    message: str,
+) -> bytes:
+    """What is left to send of the answer ``relay`` holds, as far as it was released, and the
+    events that end the stream with ``verdict``."""
+    dialect, mode = relay.dialect, relay.mode
+    # the one vocabulary: a regenerated answer that passes is "passed", with its attempts
+    outcome: Outcome = verdict.verdict_word
+    record.outcome, record.attempts, record.verdict = outcome, attempts, verdict
+    held = relay.length - (relay.released if mode == "hold" else relay.length)
+    ends = ending_of(guard.policy, outcome)
+    shown = summary(
+        verdict,
+        outcome,
+        attempts=attempts,
+        message=message if verdict.passed else "the answer failed the citation guard",
+        extra={"mode": mode, "held_chars": max(held, 0), "ending": ends},
+    )
+    if ends == "error":
+        # on_fail="raise": the stream ends with an error event the SDKs raise
+        text = block_message(verdict, head="every answer failed the citation guard")
+        error = _error_event(
+            dialect, "citation_rejected", text, "citation_rejected", {"citeguard": shown}
+        )
+        return b"".join([*relay.pump(final=True), error])
+    filtered = {"_filtered": ends == "content_filter"}
+    return b"".join(relay.finish({**shown, **{f"_{k}": v for k, v in meta.items()}, **filtered}))
 
 
 async def _attempt(
@@ -445,8 +541,12 @@ async def _attempt(
     can_retry: bool,
     ending: _Ending,
     failures: Failures,
+    fresher: bool = False,
+    asked: _Asked | None = None,
 ) -> AsyncIterator[bytes]:
-    """One upstream stream relayed; ``ending`` says whether it was the answer."""
+    """One upstream stream relayed; ``ending`` says whether it was the answer. ``fresher``:
+    this attempt may still ask for fresher sources (its stale-cited sentence is held until the
+    verdict); ``asked``: this attempt is the fresher one, held whole until its verdict."""
     relay = _Relay(dialect, mode)
     # citation objects after their text: a sentence that cites nothing inline may still be cited
     late = mode == "hold" and dialect.cite_after_text
@@ -475,12 +575,14 @@ async def _attempt(
 
     final: StreamVerdict | None = None
     with exclusion_run(failures):  # the stream takes the record when it is made
-        events = guard.stream(
+        events = stream_answer(
+            guard,
             chunks(),
             question=question,
             mode=mode,  # type: ignore[arg-type]
             late_citations=late,
             exclude_urls=exclude,
+            fresher=fresher,
         )
     try:
         async for event in events:
@@ -488,9 +590,12 @@ async def _attempt(
                 guard_released = max(guard_released, event.end)
                 # late: what the guard releases once every citation object is in (the verdict's
                 # settling) waits for the check of the whole answer, citation objects included
-                if not (late and upstream_done):
+                if not (late and upstream_done) and asked is None:
                     relay.released = guard_released
             elif isinstance(event, StreamHeld):
+                if asked is not None:  # the fresher attempt failed: the kept answer goes
+                    ending.fallback = "did not pass"
+                    return
                 if can_retry and not relay.sent_any:
                     # failed before anything went out: drop this attempt unseen, regenerate
                     ending.done = False
@@ -506,6 +611,9 @@ async def _attempt(
                 yield b"".join(out)
     except UpstreamError as e:
         record.error = e.code
+        if asked is not None:
+            ending.fallback = "failed"
+            return
         yield b"".join([*relay.pump(), _stream_error(dialect, e)])
         return
     finally:
@@ -522,6 +630,22 @@ async def _attempt(
         with exclusion_run(failures):
             verdict = await guard.check(whole, question=question, exclude_urls=exclude)
     passed = verdict.passed
+    message = ""
+    if asked is not None:
+        if not asked.ask.newer(verdict):
+            ending.fallback = "cited nothing newer" if passed else "did not pass"
+            return
+        message = (
+            f"passed on attempt {asked.attempt}; fresher sources on attempt {attempt} "
+            "replaced its stale ones"
+        )
+    elif passed and fresher and not relay.sent_any:
+        ask = fresher_ask(verdict, guard.policy.freshness)
+        if ask is not None:  # kept back, unseen, while the upstream is asked once more
+            ending.done = False
+            ending.feedback = ask.message(attempt)
+            ending.asked = _Asked(relay, verdict, ask, attempt)
+            return
     if not passed and can_retry and not relay.sent_any:
         ending.done = False
         ending.feedback = render_feedback(
@@ -544,25 +668,4 @@ async def _attempt(
                 cut = await _first_failing(guard.policy, whole, verdict, text)
                 allowed = min(allowed, cut)
             relay.released = max(relay.released, allowed)
-    # the one vocabulary: a regenerated answer that passes is "passed", with its attempts
-    outcome: Outcome = verdict.verdict_word
-    record.outcome, record.attempts, record.verdict = outcome, attempt, verdict
-    held = relay.length - (relay.released if mode == "hold" else relay.length)
-    ends = ending_of(guard.policy, outcome)
-    shown = summary(
-        verdict,
-        outcome,
-        attempts=attempt,
-        message="" if passed else "the answer failed the citation guard",
-        extra={"mode": mode, "held_chars": max(held, 0), "ending": ends},
-    )
-    if ends == "error":
-        # on_fail="raise": the stream ends with an error event the SDKs raise
-        message = block_message(verdict, head="every answer failed the citation guard")
-        error = _error_event(
-            dialect, "citation_rejected", message, "citation_rejected", {"citeguard": shown}
-        )
-        yield b"".join([*relay.pump(final=True), error])
-        return
-    filtered = {"_filtered": ends == "content_filter"}
-    yield b"".join(relay.finish({**shown, **{f"_{k}": v for k, v in meta.items()}, **filtered}))
+    yield _close(guard, relay, verdict, attempt, record, meta, message)

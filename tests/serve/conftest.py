@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from serve.dated import DatedPages
 from serve.servers import FakeUpstream, Loop, Pages, Service, make_settings, serve_policy
 
 
@@ -61,5 +62,24 @@ def returning_service(upstream_server: FakeUpstream) -> Iterator[Service]:
     """on_fail="return", the explicit opt-in: a rejected answer comes back as the upstream
     ended it, only the verdict saying it failed."""
     s = Service(make_settings(upstream_server, policy=serve_policy().replace(on_fail="return")))
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def dated(bg_loop: Loop) -> Iterator[DatedPages]:
+    """Pages dated 90 days and 3 days ago (serve.dated)."""
+    p = DatedPages(bg_loop)
+    yield p
+    p.close()
+
+
+@pytest.fixture(scope="session")
+def fresh_service(upstream_server: FakeUpstream) -> Iterator[Service]:
+    """The freshness axis on, entailment off: a stale source is what decides (issue 45)."""
+    policy = serve_policy().replace(
+        freshness={"enabled": True}, entailment={"check_entailment": False}
+    )
+    s = Service(make_settings(upstream_server, policy=policy))
     yield s
     s.close()

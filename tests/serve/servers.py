@@ -131,12 +131,17 @@ class Pages:
         self.loop.run(self.runner.cleanup())
 
 
+_BEHAVIOUR = web.RequestKey("behaviour", str)  # the behaviour one request gets
+
+
 class FakeUpstream:
     def __init__(self, loop: Loop) -> None:
         self.loop = loop
         self.answers: list[str] = ["Hello."]
         self.citations: list[list[dict[str, Any]]] = []  # per answer: citation objects
         self.behaviour = "ok"
+        # the behaviour is that of the requests from this one on (0-based); earlier ones are ok
+        self.behaviour_from = 0
         # a stream waits for resume() before its event of this index (None: it does not wait)
         self.pause_before: int | None = None
         self._resume = asyncio.Event()
@@ -161,6 +166,7 @@ class FakeUpstream:
         self.answers = list(answers)
         self.citations = citations or []
         self.behaviour = "ok"
+        self.behaviour_from = 0
         self.pause_before = None
         self._resume = asyncio.Event()
         self.requests.clear()
@@ -187,11 +193,13 @@ class FakeUpstream:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
-        if self.behaviour == "hang":
+        acts = len(self.requests) > self.behaviour_from
+        request[_BEHAVIOUR] = behaviour = self.behaviour if acts else "ok"
+        if behaviour == "hang":
             await self._stop.wait()
-        if self.behaviour == "slow":  # answers after a while: a request still in flight
+        if behaviour == "slow":  # answers after a while: a request still in flight
             await asyncio.sleep(2)
-        if self.behaviour == "500":
+        if behaviour == "500":
             return web.json_response({"error": {"message": "boom"}}, status=500)
         return body  # type: ignore[no-any-return]
 
@@ -201,16 +209,17 @@ class FakeUpstream:
         resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
         await resp.prepare(request)
         half = len(events) // 2
+        behaviour = request.get(_BEHAVIOUR, self.behaviour)
         for i, (name, data) in enumerate(events):
             if i == self.pause_before:
                 await self._resume.wait()
-            if i == half and self.behaviour == "broken_sse":
+            if i == half and behaviour == "broken_sse":
                 await resp.write(b"data: {not json\n\n")
                 return resp
-            if i == half and self.behaviour == "close_mid":
+            if i == half and behaviour == "close_mid":
                 request.transport.close()  # type: ignore[union-attr]
                 return resp
-            if i == half and self.behaviour == "hang_mid":
+            if i == half and behaviour == "hang_mid":
                 await self._stop.wait()
                 return resp  # the client is long gone
             head = f"event: {name}\n" if name else ""
