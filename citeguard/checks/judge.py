@@ -50,12 +50,40 @@ from citeguard.policy import (
 from citeguard.snapshot import JudgeRecord, SnapshotMode, judge_key
 from citeguard.web.fetch import parse_retry_after
 
-__all__ = ["RETRY_AFTER_CAP", "ChatJudge", "JudgeError", "judge_for"]
+__all__ = [
+    "RETRY_AFTER_CAP",
+    "ChatJudge",
+    "JudgeError",
+    "judge_base_url",
+    "judge_for",
+    "with_judge",
+]
 
 RETRY_AFTER_CAP = 30.0  # longest wait between two judge attempts, whatever Retry-After says
 
 T = TypeVar("T")
 J = TypeVar("J", bound="ChatJudge")
+
+
+def judge_base_url(root: str) -> str:
+    """The chat-completions root (``.../v1``) of an API given with or without ``/v1``."""
+    root = root.rstrip("/")
+    return root if root.endswith("/v1") else root + "/v1"
+
+
+def with_judge(
+    policy: Policy, *, base_url: str, model: str, api_key_env: str | None = None
+) -> Policy:
+    """``policy`` whose judge is ``model`` at ``base_url`` (``/v1`` added when missing), the key
+    from ``api_key_env`` (None: the policy's); the judge section's other settings (prices,
+    timeout, retries) are the policy's. What ``citeguard serve --judge-model`` and the gateway
+    settings' ``judge_model`` set: uncertain claims then go to this judge
+    (``Policy.on_uncertain_mode``), metered and budgeted like any judge."""
+    judge: dict[str, Any] = {"base_url": judge_base_url(base_url), "model": model}
+    if api_key_env:
+        judge["api_key_env"] = api_key_env
+    return policy.replace(judge=judge)
+
 
 # Some models wrap JSON in a code fence despite response_format.
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")

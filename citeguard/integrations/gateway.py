@@ -14,9 +14,10 @@ the LLM again, so on a failing verdict it has four choices, the ``on_fail`` sett
 A passing answer always goes through unchanged. Settings come from the gateway's own
 configuration, else the same ``CITEGUARD_*`` environment variables as ``citeguard serve``
 (``CITEGUARD_POLICY``: a Policy JSON file; ``CITEGUARD_REDIS``: the Redis URL per-host fetch
-limits are shared through; ``CITEGUARD_ON_FAIL``). ``on_fail`` also takes the library's
-``Policy.on_fail`` words: ``raise`` is ``block``, ``strip`` is ``repair``, ``report`` and
-``return`` are ``annotate``.
+limits are shared through; ``CITEGUARD_ON_FAIL``; ``CITEGUARD_STORE``: the snapshot store;
+``CITEGUARD_JUDGE_MODEL``, ``CITEGUARD_JUDGE_BASE_URL``, ``CITEGUARD_JUDGE_API_KEY_ENV``: the
+judge uncertain claims go to). ``on_fail`` also takes the library's ``Policy.on_fail`` words:
+``raise`` is ``block``, ``strip`` is ``repair``, ``report`` and ``return`` are ``annotate``.
 
 Nothing here imports a gateway's package: ``citeguard.integrations.litellm`` (the LiteLLM
 class) and ``citeguard.serve.gateway_routes`` (LiteLLM's generic guardrail API, Portkey's
@@ -25,14 +26,16 @@ webhook) build on it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
+from citeguard.checks.judge import with_judge
 from citeguard.errors import CiteguardError, PolicyError
 from citeguard.guard import Guard
 from citeguard.loop import ON_FAIL
@@ -40,9 +43,11 @@ from citeguard.models import Attempt, SearchRecord, Severity, Verdict, VerdictWo
 from citeguard.parse import parse_answer
 from citeguard.policy import Policy
 from citeguard.providers.dispatch import read_provider
+from citeguard.snapshot import open_store
 
 __all__ = [
     "ON_FAIL_WORDS",
+    "SETTINGS",
     "CitationsBlocked",
     "GatewayOutcome",
     "GatewaySettings",
@@ -51,6 +56,7 @@ __all__ = [
     "block_message",
     "build_guard",
     "chat_completion_with_text",
+    "close_guard",
     "guard_answer",
     "question_of",
     "url_citations",
@@ -67,6 +73,16 @@ ON_FAIL_WORDS: Mapping[str, OnFail] = {
     "report": "annotate",
     "return": "annotate",
 }
+#: the settings a gateway's own configuration (or ``CITEGUARD_<NAME>``) gives
+SETTINGS = (
+    "policy",
+    "redis",
+    "on_fail",
+    "store",
+    "judge_model",
+    "judge_base_url",
+    "judge_api_key_env",
+)
 _MAX_POLICY_BYTES = 1_000_000
 _MAX_QUESTION_CHARS = 4_000
 _MAX_REASONS = 5  # failing citations named in a block message
@@ -87,18 +103,39 @@ class GatewaySettings(BaseModel):
     """A gateway guardrail's settings. ``policy``: a Policy JSON file (as
     ``Policy.model_dump_json()`` writes it; keys left out keep their defaults); ``redis``: the
     Redis URL per-host fetch limits are shared through (extra ``redis``); ``on_fail``: what a
-    failing answer gets (see the module docstring)."""
+    failing answer gets (see the module docstring); ``store``: a snapshot store (an SQLite path
+    or a ``redis://`` URL) every page and judge reply is recorded in.
+
+    ``judge_model``: the claims the local model is unsure of go to this model at
+    ``judge_base_url`` (an OpenAI-compatible API root, ``/v1`` added when missing: the
+    provider the gateway already pays for, or the gateway itself), its key read from the
+    variable ``judge_api_key_env`` (default ``Policy.judge.api_key_env``, ``OPENAI_API_KEY``),
+    metered and budgeted like any judge (``Policy.judge`` prices, ``Policy.cost_budget``). A
+    policy file that configures a judge of its own keeps it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     policy: str | None = None
     redis: str | None = None
     on_fail: OnFail = "block"
+    store: str | None = None
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+    judge_api_key_env: str | None = None
 
     @field_validator("on_fail", mode="before")
     @classmethod
     def _word(cls, value: object) -> OnFail:
         return on_fail_word(value)
+
+    @model_validator(mode="after")
+    def _judge(self) -> GatewaySettings:
+        if self.judge_model and not self.judge_base_url:
+            raise ValueError(
+                "judge_model needs judge_base_url (CITEGUARD_JUDGE_BASE_URL): the API root "
+                "the judge is asked at, e.g. https://api.openai.com/v1"
+            )
+        return self
 
     @classmethod
     def load(
@@ -109,7 +146,7 @@ class GatewaySettings(BaseModel):
         env = os.environ if env is None else env
         params = params or {}
         values: dict[str, Any] = {}
-        for name in ("policy", "redis", "on_fail"):
+        for name in SETTINGS:
             value = params.get(name)
             if value is None or value == "":
                 value = env.get(f"CITEGUARD_{name.upper()}") or None
@@ -123,7 +160,19 @@ class GatewaySettings(BaseModel):
             raise PolicyError(f"invalid citeguard gateway settings: {e}") from e
 
     def load_policy(self) -> Policy:
-        """The Policy the ``policy`` file holds (the default Policy without one)."""
+        """The Policy the ``policy`` file holds (the default Policy without one), with the
+        settings' judge when the policy configures none."""
+        policy = self._read_policy()
+        if self.judge_model and self.judge_base_url and not policy.judge.configured:
+            policy = with_judge(
+                policy,
+                base_url=self.judge_base_url,
+                model=self.judge_model,
+                api_key_env=self.judge_api_key_env,
+            )
+        return policy
+
+    def _read_policy(self) -> Policy:
         if self.policy is None:
             return Policy()
         path = Path(self.policy)
@@ -143,8 +192,23 @@ class GatewaySettings(BaseModel):
 
 
 def build_guard(settings: GatewaySettings, *, policy: Policy | None = None) -> Guard:
-    """The Guard a gateway path uses: the settings' policy (or ``policy``) and Redis URL."""
-    return Guard(settings.load_policy() if policy is None else policy, limits_redis=settings.redis)
+    """The Guard a gateway path uses: the settings' policy (or ``policy``), Redis URL and
+    snapshot store (closed with the Guard by :func:`close_guard`)."""
+    return Guard(
+        settings.load_policy() if policy is None else policy,
+        cache=open_store(settings.store) if settings.store else None,
+        limits_redis=settings.redis,
+    )
+
+
+async def close_guard(guard: Guard) -> None:
+    """Close a Guard :func:`build_guard` made, and its snapshot store."""
+    await guard.aclose()
+    if guard.cache is not None:
+        close = getattr(guard.cache, "aclose", None) or getattr(guard.cache, "close", None)
+        out = close() if close is not None else None
+        if asyncio.iscoroutine(out):
+            await out
 
 
 class CitationsBlocked(CiteguardError):
@@ -203,6 +267,8 @@ class GatewayOutcome:
             ],
             "repairs": self.repairs,
             "elapsed_ms": round(self.verdict.elapsed_ms, 1),
+            # what the judge used on the answer the user gets (None: no judge was asked)
+            "judge_usage": _usage(self.verdict),
         }
 
 
@@ -324,6 +390,11 @@ def block_message(verdict: Verdict, *, head: str = "citeguard blocked the answer
 def annotation(verdict: Verdict) -> str:
     """What ``on_fail="annotate"`` says of a failing answer it lets through."""
     return block_message(verdict, head="citeguard let a failing answer through (on_fail=annotate)")
+
+
+def _usage(verdict: Verdict) -> dict[str, Any] | None:
+    usage = verdict.judge_usage
+    return None if usage is None else usage.model_dump(mode="json")
 
 
 def _failed_axes(verdict: Verdict) -> list[str]:

@@ -11,6 +11,8 @@
           on_fail: block              # block | repair | annotate (CITEGUARD_ON_FAIL)
           policy: /etc/citeguard/policy.json   # a Policy as JSON (CITEGUARD_POLICY)
           redis: redis://redis:6379/0          # shared per-host fetch limits (CITEGUARD_REDIS)
+          judge_model: gpt-4o-mini             # the judge (CITEGUARD_JUDGE_MODEL)
+          judge_base_url: https://api.openai.com/v1   # ... asked here (CITEGUARD_JUDGE_BASE_URL)
 
 LiteLLM imports the class by its dotted path (``citeguard`` must be installed in the proxy's
 environment: ``pip install 'citeguard-agent[litellm]'``). The settings not given come from the
@@ -52,6 +54,7 @@ from typing import Any
 from citeguard.errors import MissingExtraError
 from citeguard.guard import Guard
 from citeguard.integrations.gateway import (
+    SETTINGS,
     CitationsBlocked,
     GatewayOutcome,
     GatewaySettings,
@@ -59,6 +62,7 @@ from citeguard.integrations.gateway import (
     annotation,
     block_message,
     build_guard,
+    close_guard,
     guard_answer,
     question_of,
     url_citations,
@@ -84,16 +88,16 @@ except ImportError as exc:  # pragma: no cover - the litellm extra is missing
 __all__ = ["CiteguardGuardrail"]
 
 log = verbose_proxy_logger  # the proxy's own log
-_SETTINGS = ("policy", "redis", "on_fail")
 
 
 class CiteguardGuardrail(CustomGuardrail):  # type: ignore[misc]  # litellm is untyped here
     """A LiteLLM ``CustomGuardrail`` that checks an answer's citations (see the module
-    docstring). LiteLLM builds it from ``litellm_params``: ``policy``, ``redis`` and
-    ``on_fail`` are citeguard's, the rest LiteLLM's."""
+    docstring). LiteLLM builds it from ``litellm_params``: the names of
+    :data:`~citeguard.integrations.gateway.SETTINGS` (``policy``, ``redis``, ``on_fail``,
+    ``store``, ``judge_model``, ...) are citeguard's, the rest LiteLLM's."""
 
     def __init__(self, **kwargs: Any) -> None:
-        params = {name: kwargs.pop(name, None) for name in _SETTINGS}
+        params = {name: kwargs.pop(name, None) for name in SETTINGS}
         self.settings = GatewaySettings.load(params)
         self._policy = self.settings.load_policy()  # a bad policy file fails the proxy's start
         kwargs.setdefault("supported_event_hooks", [GuardrailEventHooks.post_call])
@@ -131,7 +135,7 @@ class CiteguardGuardrail(CustomGuardrail):  # type: ignore[misc]  # litellm is u
                 ready.set_exception(e)
             raise
         finally:
-            await guard.aclose()
+            await close_guard(guard)
             log.info("citeguard: guardrail %s closed its Guard", self.guardrail_name)
 
     async def guard(self) -> Guard:

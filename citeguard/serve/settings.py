@@ -17,6 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from citeguard.checks.judge import judge_base_url, with_judge
 from citeguard.errors import PolicyError
 from citeguard.policy import Policy
 
@@ -149,12 +150,6 @@ def load_policy(path: str | os.PathLike[str]) -> Policy:
     return Policy.model_validate({"on_fail": SERVE_ON_FAIL, **data})
 
 
-def judge_base_url(upstream: str) -> str:
-    """The chat-completions root (``.../v1``) of an upstream given with or without ``/v1``."""
-    root = upstream.rstrip("/")
-    return root if root.endswith("/v1") else root + "/v1"
-
-
 def serve_policy(settings: Settings) -> Policy:
     """``settings.policy`` with ``allow_private`` and ``judge_model`` applied: the judge is the
     upstream itself (its ``/v1/chat/completions``, the key from ``CITEGUARD_UPSTREAM_API_KEY``),
@@ -165,12 +160,11 @@ def serve_policy(settings: Settings) -> Policy:
     if settings.judge_model:
         if not settings.upstream:
             raise PolicyError("--judge-model asks the upstream: give --upstream too")
-        policy = policy.replace(
-            judge={
-                "base_url": judge_base_url(settings.upstream),
-                "model": settings.judge_model,
-                "api_key_env": UPSTREAM_KEY_ENV,
-            }
+        policy = with_judge(
+            policy,
+            base_url=settings.upstream,
+            model=settings.judge_model,
+            api_key_env=UPSTREAM_KEY_ENV,
         )
     return policy
 

@@ -65,6 +65,11 @@ def answers(site: str) -> dict[str, str]:
             f'The Eiffel Tower "stands 450 metres tall" {link("/tower")}. '
             f'It is "made of wrought iron" {link("/tower")}.'
         ),
+        # no quote: the page's words paraphrased (uncertain to word overlap: a judge decides)
+        "paraphrased": (
+            "In Paris, the tower on the Champ de Mars rises to a height of 330 metres "
+            f"{link('/tower')}."
+        ),
         # the dead citation exists only as an annotation: the text names no link
         "annotated": 'The Eiffel Tower "stands 330 metres tall".',
     }
@@ -162,6 +167,8 @@ class Servers:
         self.site = ""
         self.upstream = ""
         self.upstream_calls = 0
+        # the judge's questions the upstream answered: (request body, Authorization header)
+        self.judged: list[tuple[dict[str, Any], str]] = []
 
     def __enter__(self) -> Servers:
         self._thread.start()
@@ -207,6 +214,10 @@ class Servers:
             body = await request.json()
             model = str(body.get("model", "good")).split("/")[-1]
             content = answers(self.site).get(model)
+            judged = judge_reply(body)
+            if judged is not None:  # the upstream is the judge too: "supported"
+                self.judged.append((body, request.headers.get("Authorization", "")))
+                return web.json_response(completion(model, judged, self.site))
             if model == "fresh":  # the good answer citing pages never fetched before
                 content = answers(self.site)["good"].replace(
                     "?utm_source", f"?n={self.upstream_calls}&utm_source"
@@ -244,6 +255,36 @@ class Servers:
         app.router.add_post("/v1/chat/completions", chat)
         app.router.add_post("/v1/responses", responses)
         return app
+
+
+def judge_reply(body: Mapping[str, Any]) -> str | None:
+    """citeguard's entailment judge's answer, "supported", when ``body`` asks its question
+    (the system prompt is one of the judge's); None for any other request."""
+    from citeguard.checks.entail import JUDGE_PAGE_SYSTEM_PROMPT, JUDGE_SYSTEM_PROMPT
+
+    messages = body.get("messages") or []
+    system = messages[0].get("content") if messages else None
+    if system not in (JUDGE_PAGE_SYSTEM_PROMPT, JUDGE_SYSTEM_PROMPT):
+        return None
+    verdict = {"label": "supported", "confidence": 0.9, "reason": "the page says so"}
+    if system == JUDGE_SYSTEM_PROMPT:
+        return json.dumps(verdict)
+    claims = json.loads(messages[1]["content"])["claims"]
+    return json.dumps({"verdicts": [verdict | {"id": c["id"]} for c in claims]})
+
+
+def recorded_judges(store: Path) -> int:
+    """The judge replies an SQLite snapshot store holds, over all its versions."""
+    from citeguard.snapshot import SQLiteSnapshotStore
+
+    async def count() -> int:
+        s = SQLiteSnapshotStore(store)
+        try:
+            return sum(v.judges for v in await s.list_versions())
+        finally:
+            await s.close()
+
+    return asyncio.run(count())
 
 
 async def _sse(resp: web.StreamResponse, data: Mapping[str, Any]) -> None:
@@ -446,8 +487,10 @@ __all__ = [
     "answers",
     "completion",
     "gateway_app",
+    "judge_reply",
     "litellm_python",
     "policy_json",
+    "recorded_judges",
     "require_litellm",
     "responses_api",
     "write_config",

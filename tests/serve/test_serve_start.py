@@ -6,7 +6,6 @@ stand-in upstream on 127.0.0.1 speaking chat completions."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -23,10 +22,10 @@ from aiohttp import web
 
 from citeguard.checks.entail import JUDGE_PAGE_SYSTEM_PROMPT, JUDGE_SYSTEM_PROMPT
 from citeguard.policy import Policy
-from citeguard.snapshot import SQLiteSnapshotStore
 from serve.answers import good
 from serve.processes import Served, run_bare, start, stop, wait_ready
 from serve.servers import FakeUpstream, Loop, Pages, serve_policy, start_runner
+from tests.integrations.gateway_servers import judge_reply, recorded_judges
 
 ROOT = Path(__file__).resolve().parents[2]
 PROVIDER_KEY = "sk-provider-secret-123"
@@ -158,18 +157,7 @@ class AnswerAndJudge:
         body = await request.json()
         self.bodies.append(body)
         self.auth.append(request.headers.get("Authorization", ""))
-        system = body["messages"][0]["content"] if body["messages"] else ""
-        if system in JUDGE_PROMPTS:
-            user = body["messages"][1]["content"]
-            verdict = {"label": "supported", "confidence": 0.9, "reason": "the page says so"}
-            reply: object = (
-                {"verdicts": [verdict | {"id": c["id"]} for c in json.loads(user)["claims"]]}
-                if system == JUDGE_PAGE_SYSTEM_PROMPT
-                else verdict
-            )
-            content = json.dumps(reply)
-        else:
-            content = f"{PARAPHRASE} ([source]({self.pages.url('/good')}))."
+        content = judge_reply(body) or f"{PARAPHRASE} ([source]({self.pages.url('/good')}))."
         return web.json_response(
             {
                 "id": "chatcmpl-1",
@@ -249,16 +237,8 @@ def test_judge_model_cascades_uncertain_claims_to_the_upstream(
     assert usage["requests"] == len(judged)
     assert usage["prompt_tokens"] == 1000 * len(judged)
     assert usage["cost"] == pytest.approx(len(judged) * (1000 * 3 + 100 * 15) / 1e6)
-
     # and recorded in the snapshot store's judge layer
-    async def judges() -> int:
-        s = SQLiteSnapshotStore(store)
-        try:
-            return sum(v.judges for v in await s.list_versions())
-        finally:
-            await s.close()
-
-    assert asyncio.run(judges()) >= 1
+    assert recorded_judges(store) >= 1
 
 
 def test_judge_model_needs_an_upstream() -> None:
