@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 from urllib.parse import urlsplit
@@ -237,163 +237,274 @@ def _cut(text: str, start: int, end: int) -> tuple[int, int]:
     return start, e
 
 
+# an edit of the answer's text: replace [start, end) with the string
+_Edit = tuple[int, int, str]
+
+
 def _apply_text(answer: Answer, decisions: Sequence[_Decision]) -> str | None:
+    """The text answer with ``decisions`` written in, or ``None`` when an edit cannot be made
+    in place: dropped claims cut, quotes corrected, links re-pointed, then the reference list
+    (markers and entries) rewritten, all as edits of the original text spliced at the end."""
     text = answer.text
     fates, dropped, quotes = _fates(decisions)
-    edits: list[tuple[int, int, str]] = []
-    cuts: list[tuple[int, int]] = []
-    for ci in sorted(dropped):
-        claim = answer.claims[ci]
-        cuts.append(_cut(text, claim.start, claim.end))
-    edits.extend((s, e, "") for s, e in cuts)
+    cuts = [_cut(text, answer.claims[ci].start, answer.claims[ci].end) for ci in sorted(dropped)]
+    edits: list[_Edit] = [(s, e, "") for s, e in cuts]
+    quoted = _quote_edits(answer, decisions, quotes)
+    if quoted is None:
+        return None
+    edits += quoted
+    view = _TextView(text, fates, dropped, cuts)
+    edits += _link_edits(answer, view)
+    by_label = _ref_citations(answer)
+    plan = _plan_refs(answer, decisions, by_label, view)
+    markers = _marker_edits(by_label, plan, view)
+    if markers is None:
+        return None
+    edits += markers
+    entries = _entry_edits(answer, plan)
+    if entries is None:
+        return None
+    edits += entries
+    out = _splice(text, edits)
+    return None if out is None else _tidy(out, dropped=len(dropped))
 
-    def in_cut(pos: int) -> bool:
-        return any(s <= pos < e for s, e in cuts)
 
+@dataclass
+class _TextView:
+    """The answer's text with what happens to each citation: its fate, and the cut spans of
+    the dropped claims (whose citations go with them)."""
+
+    text: str
+    fates: Mapping[int, _Fate]
+    dropped: set[int]
+    cuts: list[tuple[int, int]]
+
+    def in_cut(self, pos: int) -> bool:
+        return any(s <= pos < e for s, e in self.cuts)
+
+    def fate_of(self, c: Citation) -> _Fate:
+        if c.claim_index is not None and c.claim_index in self.dropped:
+            return _Fate("remove")
+        return self.fates.get(c.index, _Fate())
+
+
+def _quote_edits(
+    answer: Answer, decisions: Sequence[_Decision], quotes: Mapping[int, str]
+) -> list[_Edit] | None:
+    """Each corrected quote in place of the old one, inside its claim (``None`` when one is
+    not found there)."""
     old_quotes = {d.failure.claim.index: d.failure.quote for d in decisions if d.failure.claim}
+    edits: list[_Edit] = []
     for ci, words in quotes.items():
         claim, was = answer.claims[ci], old_quotes.get(ci)
-        i = text.find(was, claim.start, claim.end) if was else -1
+        i = answer.text.find(was, claim.start, claim.end) if was else -1
         if i < 0 or was is None:
             return None
         edits.append((i, i + len(was), words))
+    return edits
 
-    def fate_of(c: Citation) -> _Fate:
-        if c.claim_index is not None and c.claim_index in dropped:
-            return _Fate("remove")
-        return fates.get(c.index, _Fate())
 
-    # links, anchors and bare URLs: each occurrence on its own
+def _link_edits(answer: Answer, view: _TextView) -> list[_Edit]:
+    """Links, anchors and bare URLs, each occurrence on its own: re-pointed, or removed (a
+    link keeps its words)."""
+    text = view.text
+    edits: list[_Edit] = []
     for c in answer.citations:
-        if c.start < 0 or c.kind in _REF_KINDS or in_cut(c.start):
+        if c.start < 0 or c.kind in _REF_KINDS or view.in_cut(c.start):
             continue
-        fate = fate_of(c)
+        fate = view.fate_of(c)
         marker = text[c.start : c.end]
         if fate.kind == "to":
             edits.append((c.start, c.end, _retarget(c, marker, fate.raw)))
         elif fate.kind == "remove":
             if c.kind in ("inline_link", "html_anchor") and c.label:
-                edits.append((c.start, c.end, c.label))  # a link keeps its words
+                edits.append((c.start, c.end, c.label))
             else:
                 edits.append((*_cut(text, c.start, c.end), ""))
+    return edits
 
-    # reference lists: decide per label, then rewrite markers and entries
-    refs = answer.references
+
+def _ref_citations(answer: Answer) -> dict[str, list[Citation]]:
+    """The reference list markers in the text, by label."""
     by_label: dict[str, list[Citation]] = {}
     for c in answer.citations:
         if c.kind in _REF_KINDS and c.label is not None and c.start >= 0:
             by_label.setdefault(c.label, []).append(c)
-    final: dict[str, str] = {k: _norm(u) for k, u in refs.items()}
-    redefine: dict[str, _Fate] = {}
-    remove: set[str] = set()
-    fates_of = {label: [fate_of(c) for c in cits] for label, cits in by_label.items()}
+    return by_label
+
+
+@dataclass
+class _RefPlan:
+    """What becomes of the reference list: each label's final URL (normalised), the entries
+    re-pointed in place, those removed, and the new entries (template label, new label,
+    target) that markers re-pointed at an unlisted page need."""
+
+    refs: Mapping[str, str]
+    final: dict[str, str]
+    redefine: dict[str, _Fate] = field(default_factory=dict)
+    remove: set[str] = field(default_factory=set)
+    taken: set[str] = field(default_factory=set)
+    added: list[tuple[str, str, _Fate]] = field(default_factory=list)
+
+    def label_for(self, label: str, fate: _Fate) -> str:
+        """The label a marker citing ``label`` uses to cite ``fate``'s page: its own, another
+        entry of the same style listing the page, or a new entry."""
+        if self.final.get(label) == fate.url:
+            return label
+        for other, url in self.final.items():
+            if url == fate.url and _style(other) == _style(label):
+                return other
+        new = _new_label(_style(label), self.taken, label)
+        self.taken.add(new)
+        self.final[new] = fate.url
+        self.added.append((label, new, fate))
+        return new
+
+
+def _plan_refs(
+    answer: Answer,
+    decisions: Sequence[_Decision],
+    by_label: Mapping[str, list[Citation]],
+    view: _TextView,
+) -> _RefPlan:
+    """Decide per label: an entry some passing marker still cites stays; one whose markers all
+    go to one page is re-pointed (or removed when a staying entry lists that page); one whose
+    markers all go is removed, and so is a broken entry no claim cites."""
+    refs = answer.references
+    plan = _RefPlan(refs, {k: _norm(u) for k, u in refs.items()}, taken=set(refs))
+    fates_of = {label: [view.fate_of(c) for c in cits] for label, cits in by_label.items()}
     stable = {
-        label: final[label]
+        label: plan.final[label]
         for label, fs in fates_of.items()
-        if label in final and any(f.kind == "keep" for f in fs)
+        if label in plan.final and any(f.kind == "keep" for f in fs)
     }
     for label, fs in fates_of.items():
         if label in stable:
             continue
-        targets = [f for f in fs if f.kind == "to"]
-        if not targets:
-            remove.add(label)
+        target = _entry_target(label, fs, stable)
+        if target is None:
+            plan.remove.add(label)
             continue
-        main = Counter(f.url for f in targets).most_common(1)[0][0]
-        if any(u == main and _style(s) == _style(label) for s, u in stable.items()):
-            remove.add(label)  # an entry that stays lists the page already: point there
-            continue
-        redefine[label] = next(f for f in targets if f.url == main)
-        final[label] = main
-    # broken entries no claim cites (decided as drop_url)
+        plan.redefine[label] = target
+        plan.final[label] = target.url
     dropped_urls = {d.failure.url for d in decisions if d.kind == "drop_url"}
     for label, url in refs.items():
         if label not in by_label and _norm(url) in dropped_urls:
-            remove.add(label)
-    for label in remove:
-        final.pop(label, None)
-    taken = set(refs)
-    added: list[tuple[str, str, _Fate]] = []  # (template label, new label, target)
+            plan.remove.add(label)
+    for label in plan.remove:
+        plan.final.pop(label, None)
+    return plan
 
-    def label_for(label: str, fate: _Fate) -> str:
-        if final.get(label) == fate.url:
-            return label
-        for other, url in final.items():
-            if url == fate.url and _style(other) == _style(label):
-                return other
-        new = _new_label(_style(label), taken, label)
-        taken.add(new)
-        final[new] = fate.url
-        added.append((label, new, fate))
-        return new
 
+def _entry_target(label: str, fates: Sequence[_Fate], stable: Mapping[str, str]) -> _Fate | None:
+    """The page an entry none of whose markers stay is re-pointed at: the one most of its
+    markers go to; ``None`` (remove the entry) when they all go, or when an entry of the same
+    style that stays lists that page already (the markers point there)."""
+    targets = [f for f in fates if f.kind == "to"]
+    if not targets:
+        return None
+    main = Counter(f.url for f in targets).most_common(1)[0][0]
+    if any(u == main and _style(s) == _style(label) for s, u in stable.items()):
+        return None
+    return next(f for f in targets if f.url == main)
+
+
+def _marker_edits(
+    by_label: Mapping[str, list[Citation]], plan: _RefPlan, view: _TextView
+) -> list[_Edit] | None:
+    """Each marker (``[1]``, ``[1, 2]``, ``[^1]``, ``[text][id]``) citing its new labels, or
+    cut when it cites none; ``None`` when a marker cannot be written in its style."""
     groups: dict[tuple[int, int], list[Citation]] = {}
     for cits in by_label.values():
         for c in cits:
             groups.setdefault((c.start, c.end), []).append(c)
+    edits: list[_Edit] = []
     for (start, end), cits in sorted(groups.items()):
-        if in_cut(start):
+        if view.in_cut(start):
             continue
         cits.sort(key=lambda c: c.index)
         old = [c.label or "" for c in cits]
-        new: list[str] = []
-        for c in cits:
-            fate = fate_of(c)
-            label = c.label or ""
-            lab = (
-                label
-                if fate.kind == "keep"
-                else label_for(label, fate)
-                if fate.kind == "to"
-                else None
-            )
-            if lab is not None and lab not in new:
-                new.append(lab)
+        new = _marker_labels(cits, plan, view)
         if new == old:
             continue
         if not new:
-            edits.append((*_cut(text, start, end), ""))
+            edits.append((*_cut(view.text, start, end), ""))
             continue
-        rewritten = _marker(text[start:end], cits[0].kind, old, new)
+        rewritten = _marker(view.text[start:end], cits[0].kind, old, new)
         if rewritten is None:
             return None
         edits.append((start, end, rewritten))
+    return edits
 
-    # the entries themselves
+
+def _marker_labels(cits: Sequence[Citation], plan: _RefPlan, view: _TextView) -> list[str]:
+    """The labels one marker cites after the repair, in order, each once."""
+    new: list[str] = []
+    for c in cits:
+        fate = view.fate_of(c)
+        label = c.label or ""
+        if fate.kind == "keep":
+            lab: str | None = label
+        elif fate.kind == "to":
+            lab = plan.label_for(label, fate)
+        else:
+            lab = None
+        if lab is not None and lab not in new:
+            new.append(lab)
+    return new
+
+
+def _entry_edits(answer: Answer, plan: _RefPlan) -> list[_Edit] | None:
+    """The reference list entries: re-pointed, removed, and the new ones appended after the
+    list's last entry; ``None`` when an entry's line is not found."""
+    text, refs = answer.text, plan.refs
     lines: dict[str, _DefLine] = {}
-    for label in {*redefine, *remove, *(t for t, _n, _f in added)}:
+    for label in {*plan.redefine, *plan.remove, *(t for t, _n, _f in plan.added)}:
         found = _def_line(text, label, refs.get(label, "\0"), answer.claims)
         if found is None:
             return None
         lines[label] = found
-    for label, fate in redefine.items():
+    edits: list[_Edit] = []
+    for label, fate in plan.redefine.items():
         d = lines[label]
         edits.append((d.start, d.end, _define(text, d, label, refs[label], fate.raw, fate.title)))
-    for label in remove:
+    for label in plan.remove:
         d = lines[label]
         edits.append((d.start, min(len(text), d.end + 1), ""))
-    if added:
-        kept = [d for lab, d in lines.items() if lab not in remove]
-        every = [
-            x
-            for x in (_def_line(text, lab, u, answer.claims) for lab, u in refs.items())
-            if x is not None and x.start not in {lines[r].start for r in remove}
-        ]
-        last = max([*kept, *every], key=lambda d: d.end)
-        new_lines = [
-            _define(text, lines[tmpl], new, refs[tmpl], fate.raw, fate.title)
-            for tmpl, new, fate in added
-        ]
-        edits.append((last.end, last.end, "".join("\n" + ln for ln in new_lines)))
+    if plan.added:
+        edits.append(_appended_entries(answer, plan, lines))
+    return edits
 
+
+def _appended_entries(answer: Answer, plan: _RefPlan, lines: Mapping[str, _DefLine]) -> _Edit:
+    """The new entries, each like its template's line, after the last entry that stays."""
+    text, refs = answer.text, plan.refs
+    kept = [d for lab, d in lines.items() if lab not in plan.remove]
+    removed = {lines[r].start for r in plan.remove}
+    every = [
+        x
+        for x in (_def_line(text, lab, u, answer.claims) for lab, u in refs.items())
+        if x is not None and x.start not in removed
+    ]
+    last = max([*kept, *every], key=lambda d: d.end)
+    new_lines = [
+        _define(text, lines[tmpl], new, refs[tmpl], fate.raw, fate.title)
+        for tmpl, new, fate in plan.added
+    ]
+    return (last.end, last.end, "".join("\n" + ln for ln in new_lines))
+
+
+def _splice(text: str, edits: list[_Edit]) -> str | None:
+    """``text`` with ``edits`` made; ``None`` when two overlap (the answer's layout is not one
+    repair can follow)."""
     edits.sort(key=lambda e: (e[0], e[1]))
     for (_s1, e1, _a), (s2, _e2, _b) in pairwise(edits):
         if s2 < e1:
-            return None  # overlapping edits: the answer's layout is not one repair can follow
+            return None
     out = text
     for s, e, rep in sorted(edits, key=lambda x: (x[0], x[1]), reverse=True):
         out = out[:s] + rep + out[e:]
-    return _tidy(out, dropped=len(dropped))
+    return out
 
 
 def _tidy(text: str, *, dropped: int) -> str:

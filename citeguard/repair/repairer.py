@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from citeguard.checks.entail import Entailer
@@ -21,6 +22,7 @@ from citeguard.models import (
     Answer,
     Attempt,
     CitationStatus,
+    Repair,
     SearchRecord,
     Verdict,
 )
@@ -162,109 +164,116 @@ class Repairer:
         time_left: float | None,
         t0: float,
     ) -> RepairOutcome:
+        """Diagnose, search the run's pages and results for support, decide, then write the
+        repairs in and verify the answer again (or say what remains unfixed)."""
         attempt = attempts[-1]
-        policy = self._policy
         verdict = attempt.verdict
         too_large = [f.message for f in verdict.findings if f.code == "answer_too_large"]
         if too_large:  # no URL swap makes it smaller; nor is it parsed again here, on the loop
             return RepairOutcome(unfixed=tuple(too_large))
         source: Any = attempt.structured if attempt.structured is not None else attempt.answer
-        answer = parse_answer(source, allowed_schemes=policy.fetch.allowed_schemes)
-        diag = _diagnose(answer, verdict, policy)
+        answer = parse_answer(source, allowed_schemes=self._policy.fetch.allowed_schemes)
+        diag = _diagnose(answer, verdict, self._policy)
         if diag.blockers:
             # a failure repair cannot place (a provider's citation object, a marker citing no
             # reference, ...): the answer function must fix it, so no page is fetched for it
             return RepairOutcome(unfixed=tuple(diag.blockers))
         if not diag.failures:
             return RepairOutcome()
-        pool = _candidates(attempts, searches, policy)
+        pool = _candidates(attempts, searches, self._policy)
         ranked = {
             k: _rank(f, answer, pool) for k, f in enumerate(diag.failures) if f.claim is not None
         }
-        altered = {
-            f.url
-            for f in diag.failures
-            if self._mode == "full" and f.status is CitationStatus.PASSAGE_ALTERED
-        }
-        pages: dict[str, ExtractedPage] = {}
-        requested: set[str] = set()
-        found: dict[int, list[_Found]] = {}
-        tried: dict[int, set[str]] = {k: set() for k in ranked}
-        corrections: dict[int, tuple[str, Any]] = {}
-        new_budget = MAX_NEW_FETCHES
-        # rounds: pages fetched already and the best new results first; a pair still without
-        # support (its candidates refused, broken or no help) tries the next ones
-        for round_no in range(MAX_ROUNDS):
-            per_pair: dict[int, list[_Candidate]] = {}
-            for k, chosen in ranked.items():
-                if found.get(k):
-                    continue
-                # (a page requested before and refused or broken is not tried again)
-                todo = [
-                    c
-                    for c in chosen
-                    if c.url not in tried[k] and (c.url in pages or c.url not in requested)
-                ]
-                picked = (
-                    [c for c in todo if c.fetched][:MAX_FETCHED_PER_PAIR] if round_no == 0 else []
-                )
-                fresh = 0
-                for c in todo:
-                    if c.fetched or fresh >= MAX_NEW_PER_PAIR:
-                        continue
-                    if c.url not in requested:
-                        if new_budget <= 0:
-                            break
-                        new_budget -= 1
-                        requested.add(c.url)
-                    fresh += 1
-                    picked.append(c)
-                if picked:
-                    per_pair[k] = picked
-            urls = [c.url for cs in per_pair.values() for c in cs]
-            if round_no == 0:
-                urls += sorted(altered)
-            urls = [u for u in dict.fromkeys(urls) if u not in pages]
-            if not per_pair and not (round_no == 0 and altered):
-                break
-            pages.update(await self._fetch(urls, verdict, time_left))
-            requested.update(urls)
-            # judge each (failing pair, candidate page) as the validity axis would
-            trials: list[tuple[int, _Candidate, Any]] = []
-            for k, cands in per_pair.items():
-                base = diag.failures[k].pair
-                for c in cands:
-                    tried[k].add(c.url)
-                    ext = pages.get(c.url)
-                    if base is None or ext is None:
-                        continue
-                    trial = _trial(base, c.url)
-                    verify_pair(trial, ext, policy, judged=self._entailer is not None)
-                    trials.append((k, c, trial))
-            if round_no == 0:
-                corrections = self._corrections(diag, answer, altered, pages)
-            if self._entailer is not None:
-                wanting = [t for _k, _c, t in trials]
-                wanting += [t for _q, t in corrections.values()] if round_no == 0 else []
-                await score_pairs(
-                    self._entailer, [t for t in wanting if _wants_score(t)], cache=self._scores
-                )
-            for k, c, trial in trials:
-                if trial.status is CitationStatus.OK:
-                    found.setdefault(k, []).append(_Found(c, trial, _support_rank(trial, c)))
-        urls = sorted(requested)
-
-        decisions, unfixed = self._decide(diag, answer, verdict, found, corrections)
+        search = await self._search(diag, answer, _Search(ranked), verdict, time_left)
+        fetched = len(search.requested)
+        decisions, unfixed = self._decide(diag, answer, verdict, search.found, search.corrections)
         repairs = [_as_repair(d, attempt.number) for d in decisions]
         if unfixed:
-            return RepairOutcome(found=tuple(repairs), unfixed=tuple(unfixed), fetched=len(urls))
+            return RepairOutcome(found=tuple(repairs), unfixed=tuple(unfixed), fetched=fetched)
         edited = _apply(answer, attempt.structured, decisions)
         if edited is None:
             return RepairOutcome(
                 found=tuple(repairs),
                 unfixed=("the answer's citations could not be rewritten in place",),
-                fetched=len(urls),
+                fetched=fetched,
             )
+        repaired = await self._verify(attempt, edited, repairs, question, searches, t0)
+        return RepairOutcome(attempt=repaired, found=tuple(repairs), fetched=fetched)
+
+    async def _search(
+        self,
+        diag: _Diagnosis,
+        answer: Answer,
+        search: _Search,
+        verdict: Verdict,
+        time_left: float | None,
+    ) -> _Search:
+        """Rounds: pages fetched already and the best new results first; a pair still without
+        support (its candidates refused, broken or no help) tries the next ones. The first
+        round also fetches the pages of altered quotes (``repair="full"``) and tries their
+        own words."""
+        altered = {
+            f.url
+            for f in diag.failures
+            if self._mode == "full" and f.status is CitationStatus.PASSAGE_ALTERED
+        }
+        for round_no in range(MAX_ROUNDS):
+            per_pair = search.pick(round_no)
+            urls = [c.url for cs in per_pair.values() for c in cs]
+            if round_no == 0:
+                urls += sorted(altered)
+            urls = [u for u in dict.fromkeys(urls) if u not in search.pages]
+            if not per_pair and not (round_no == 0 and altered):
+                break
+            search.pages.update(await self._fetch(urls, verdict, time_left))
+            search.requested.update(urls)
+            trials = self._trials(diag, per_pair, search)
+            corrections: dict[int, tuple[str, Any]] = {}
+            if round_no == 0:
+                corrections = self._corrections(diag, answer, altered, search.pages)
+                search.corrections = corrections
+            await self._score([t for _k, _c, t in trials] + [t for _q, t in corrections.values()])
+            for k, c, trial in trials:
+                if trial.status is CitationStatus.OK:
+                    search.found.setdefault(k, []).append(_Found(c, trial, _support_rank(trial, c)))
+        return search
+
+    def _trials(
+        self, diag: _Diagnosis, per_pair: Mapping[int, list[_Candidate]], search: _Search
+    ) -> list[tuple[int, _Candidate, Any]]:
+        """Each (failing pair, candidate page) judged as the validity axis would, up to the
+        entailer's score (a page not fetched, or a pair without its validity pair, is tried
+        and not judged)."""
+        trials: list[tuple[int, _Candidate, Any]] = []
+        for k, cands in per_pair.items():
+            base = diag.failures[k].pair
+            for c in cands:
+                search.tried[k].add(c.url)
+                ext = search.pages.get(c.url)
+                if base is None or ext is None:
+                    continue
+                trial = _trial(base, c.url)
+                verify_pair(trial, ext, self._policy, judged=self._entailer is not None)
+                trials.append((k, c, trial))
+        return trials
+
+    async def _score(self, pairs: list[Any]) -> None:
+        """The entailer's scores for the pairs that still want one."""
+        if self._entailer is not None:
+            wanting = [t for t in pairs if _wants_score(t)]
+            await score_pairs(self._entailer, wanting, cache=self._scores)
+
+    async def _verify(
+        self,
+        attempt: Attempt,
+        edited: tuple[str, list[dict[str, Any]] | None],
+        repairs: list[Repair],
+        question: str,
+        searches: list[SearchRecord],
+        t0: float,
+    ) -> Attempt:
+        """The repaired answer verified again (the loop's ``recheck``), its repairs INFO
+        findings of its verdict, as an attempt of the same number."""
         new_answer, items = edited
         checked = await self._recheck(
             items if items is not None else new_answer, question, searches, attempt.excluded_urls
@@ -273,7 +282,7 @@ class Repairer:
             update={"findings": [*checked.findings, *(_as_finding(r) for r in repairs)]}
         )
         text = parse_answer(items).text if items is not None else new_answer
-        repaired = Attempt(
+        return Attempt(
             number=attempt.number,
             answer=text,
             verdict=checked,
@@ -282,7 +291,6 @@ class Repairer:
             structured=items,
             repairs=repairs,
         )
-        return RepairOutcome(attempt=repaired, found=tuple(repairs), fetched=len(urls))
 
     def _corrections(
         self,
@@ -422,3 +430,56 @@ class Repairer:
 # --------------------------------------------------------------------------------------------
 # Diagnosis: which pairs fail, and what repair cannot fix
 # --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Search:
+    """One repair's search for support over its rounds: each failing pair's ranked candidates,
+    the URLs it tried, the pages fetched (usable ones) and requested, what supports each pair,
+    the corrected quotes tried, and the new fetches left."""
+
+    ranked: dict[int, list[_Candidate]]
+    tried: dict[int, set[str]] = field(default_factory=dict)
+    pages: dict[str, ExtractedPage] = field(default_factory=dict)
+    requested: set[str] = field(default_factory=set)
+    found: dict[int, list[_Found]] = field(default_factory=dict)
+    corrections: dict[int, tuple[str, Any]] = field(default_factory=dict)
+    new_budget: int = MAX_NEW_FETCHES
+
+    def __post_init__(self) -> None:
+        self.tried = {k: set() for k in self.ranked}
+
+    def pick(self, round_no: int) -> dict[int, list[_Candidate]]:
+        """The candidates each pair still without support tries this round."""
+        per_pair: dict[int, list[_Candidate]] = {}
+        for k, chosen in self.ranked.items():
+            if self.found.get(k):
+                continue
+            picked = self.pick_for(k, chosen, round_no)
+            if picked:
+                per_pair[k] = picked
+        return per_pair
+
+    def pick_for(self, k: int, chosen: Sequence[_Candidate], round_no: int) -> list[_Candidate]:
+        """Pair ``k``'s candidates this round: in the first, the pages fetched already (free,
+        at most ``MAX_FETCHED_PER_PAIR``); in each, at most ``MAX_NEW_PER_PAIR`` search results
+        not tried yet, each URL new to the repair spending one of ``MAX_NEW_FETCHES``. A page
+        requested before and refused or broken is not tried again."""
+        todo = [
+            c
+            for c in chosen
+            if c.url not in self.tried[k] and (c.url in self.pages or c.url not in self.requested)
+        ]
+        picked = [c for c in todo if c.fetched][:MAX_FETCHED_PER_PAIR] if round_no == 0 else []
+        fresh = 0
+        for c in todo:
+            if c.fetched or fresh >= MAX_NEW_PER_PAIR:
+                continue
+            if c.url not in self.requested:
+                if self.new_budget <= 0:
+                    break
+                self.new_budget -= 1
+                self.requested.add(c.url)
+            fresh += 1
+            picked.append(c)
+        return picked
