@@ -1,51 +1,6 @@
-"""Verify an answer while it streams: :meth:`Guard.stream` and :meth:`Guard.stream_run`.
-
-Waiting for the last token before fetching puts the whole verification after the answer. Here
-the work starts as the text arrives:
-
-* **URLs**: the text received so far is parsed (by :func:`~citeguard.parse.parse_answer`, the
-  parser ``check()`` uses) up to its last whitespace, ``)`` or ``>``, so every URL in that
-  prefix is complete. Each new URL is fetched at once through the Guard's own fetcher, and its
-  page extracted through the Guard's own extract stage (and its host probed for a catch-all
-  page when it is short), so the result lands in the fetcher's TTL cache and the stage's page
-  LRU.
-* **Sentences**: a claim is complete when another claim has begun after it, every marker in it
-  is resolved (``[2]`` has its reference line), no bracket in it may still become a citation
-  and no quote opened on the current line may still swallow it. Its citations are then
-  verified on their own (resolution, passage, entailment: :func:`check_validity` on a one-claim
-  answer, sharing the Guard's entailment score cache), which gives the ``citation`` events and
-  decides ``hold`` mode.
-* **The verdict**: when the stream ends, ``guard.check(full_text)`` runs as usual. It finds
-  every page already fetched and extracted and every entailment already scored, so it returns
-  quickly, and its verdict is the ``check()`` verdict by construction (timings aside).
-
-Modes: ``hold`` releases a sentence (with the text between it and the previous one) only once
-its citations pass, in order; the first failing sentence and everything after it are held back
-for good (``held`` events), and the text after the last sentence (a reference list) is released
-only when the verdict passes. ``annotate`` releases every chunk as it arrives; the statuses
-follow as ``citation`` events. In both modes released plus held text is the whole answer.
-
-``late_citations=True`` (``hold`` only): the stream's citation objects may arrive *after* the
-text they cite (OpenAI ``url_citation`` annotations: a chat delta's ``annotations``, Responses
-``response.output_text.annotation.added`` events), so a sentence that cites nothing inline may
-yet turn out to be cited. Such a sentence is then not released when it completes: it is held
-pending (not failed) until the stream ends, and the sentences after it wait (release stays in
-order); at the end the verdict decides it, as for a sentence whose early work could not decide.
-A sentence with inline citations is still released once they pass. The verdict is
-``check()`` on the text; whoever holds the citation objects checks them too (``citeguard
-serve`` checks the whole response and releases no further than its first failing claim).
-
-A ``citeguard.stream`` span (GUARDRAIL) covers the stream; the ``citeguard.check`` span of the
-final verdict is its child. Its events mark each URL completed and fetched and each sentence
-completed, released (with how long it was held) or held; its attributes sum up (held
-sentences, hold ms, the time from the last chunk to the verdict).
-
-On failure, :func:`stream_run` behaves as ``Guard.wrap``/``Guard.run``: it *is* ``Guard.run``,
-with an answer function that streams each attempt through :func:`stream_answer` (so exclusions,
-feedback, budgets and every ``on_fail`` strategy are the loop's own). ``guard.stream`` on its
-own never regenerates: its final ``verdict`` event carries ``passed=False`` and the feedback to
-hand a regenerated attempt.
-"""
+"""One stream (:class:`_Session`): chunks in, the text parsed as it grows, completed URLs
+fetched early and completed sentences verified, release in order (``hold``/``annotate``),
+and the final verdict, which is ``check()``'s."""
 
 from __future__ import annotations
 
@@ -53,12 +8,8 @@ import asyncio
 import bisect
 import contextvars
 import functools
-import inspect
 import time
 from collections.abc import (
-    AsyncIterable,
-    AsyncIterator,
-    Awaitable,
     Callable,
     Iterable,
     Mapping,
@@ -67,9 +18,7 @@ from collections.abc import (
 from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any, Literal, Protocol
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, Protocol
 
 from citeguard.checks.entail import Entailer
 from citeguard.checks.freshness import RegimeClassifier, is_weak_date_source
@@ -82,164 +31,45 @@ from citeguard.checks.validity import (
     uncited_references,
 )
 from citeguard.dates import as_aware
-from citeguard.errors import UsageError
 from citeguard.exclusions import current_failures, exclusion_run, remember, split_excluded
 from citeguard.extract_stage import ExtractStage
-from citeguard.feedback import Feedback, render_feedback
+from citeguard.feedback import render_feedback
 from citeguard.models import (
     Answer,
-    CitationStatus,
     Claim,
     FetchResult,
     FreshnessClass,
-    GuardResult,
     Regime,
     SearchRecord,
     Severity,
-    UrlSet,
     Verdict,
 )
 from citeguard.parse import AnswerLimits, parse_answer
 from citeguard.policy import Policy
 from citeguard.recording import run_searches
 from citeguard.snapshot import SnapshotFetcher
+from citeguard.stream.events import (
+    StreamCitation,
+    StreamEvent,
+    StreamHeld,
+    StreamMode,
+    StreamText,
+    StreamVerdict,
+)
+from citeguard.stream.sentences import (
+    _INLINE_PARSE_CHARS,
+    _complete_prefix,
+    _errors,
+    _Key,
+    _one_claim,
+    _Unit,
+    _units,
+)
 from citeguard.stream_adapters import ChunkSource, text_chunks
 from citeguard.trace import Tracing
 from citeguard.web.fetch import Fetcher
 from citeguard.web.soft404 import CatchAllProbes
 from citeguard.web.urls import normalize_all
-
-__all__ = [
-    "ChunkSource",
-    "EventStream",
-    "StreamAnswerFn",
-    "StreamAttempt",
-    "StreamCitation",
-    "StreamEvent",
-    "StreamHeld",
-    "StreamMode",
-    "StreamResult",
-    "StreamText",
-    "StreamVerdict",
-    "stream_answer",
-    "stream_run",
-]
-
-StreamMode = Literal["hold", "annotate"]
-_MODES = ("hold", "annotate")
-_INLINE_PARSE_CHARS = 4_000  # as Guard._parse: longer prefixes are parsed off the event loop
-# markers that may still resolve, or a reference line that may still get its URL
-_UNRESOLVED = frozenset({"unresolved_marker", "reference_without_url"})
-_QUOTE_PAIRS = (("“", "”"), ("„", "“”"), ("«", "»"), ("「", "」"), ("『", "』"), ("‘", "’"))
-
-
-# --------------------------------------------------------------------------------------------
-# Events
-# --------------------------------------------------------------------------------------------
-
-
-class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    at_ms: float = 0.0  # when it happened, in ms since the stream began
-
-
-class StreamText(_Event):
-    """Answer text the user may see now: ``text == answer[start:end]``.
-
-    ``hold``: a verified sentence with the text since the previous release (``claim_index``
-    set; ``None`` for the text after the last sentence, released with a passing verdict), and
-    ``held_ms``, how long it waited after its last character arrived. ``annotate``: each chunk
-    as it arrives (``claim_index`` ``None``, ``held_ms`` 0)."""
-
-    type: Literal["text"] = "text"
-    text: str
-    start: int
-    end: int
-    claim_index: int | None = None
-    held_ms: float = 0.0
-
-
-class StreamHeld(_Event):
-    """Answer text held back for good (``hold`` mode): a sentence whose citation failed, or the
-    text after it; ``urls`` are the failing citations."""
-
-    type: Literal["held"] = "held"
-    text: str
-    start: int
-    end: int
-    claim_index: int | None = None
-    reason: str
-    urls: list[str] = Field(default_factory=list)
-
-
-class StreamCitation(_Event):
-    """A citation's status as it lands. ``stage="fetch"``: a URL's fetch finished (``url`` is
-    normalised; the status says whether it resolves). ``stage="claim"``: one (sentence, cited
-    URL) pair was verified: resolution, passage on the page, claim entailed (``url`` as
-    cited; ``claim_index`` and ``claim`` name the sentence)."""
-
-    type: Literal["citation"] = "citation"
-    stage: Literal["fetch", "claim"]
-    url: str
-    status: CitationStatus
-    reason: str
-    http_status: int | None = None
-    claim_index: int | None = None
-    claim: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.status is CitationStatus.OK
-
-
-class StreamVerdict(_Event):
-    """The last event of a stream: ``guard.check()`` on the whole answer.
-
-    ``released`` is what the user was shown, ``held`` what was kept back (their concatenation
-    is ``text``). ``feedback`` (on failure): the message ``Guard.run`` would hand the next
-    attempt; regenerate with ``exclude_urls=verdict.offending_urls`` and it, or use
-    :meth:`Guard.stream_run`. ``after_last_chunk_ms``: from the end of the stream to this
-    verdict."""
-
-    type: Literal["verdict"] = "verdict"
-    passed: bool
-    verdict: Verdict
-    text: str
-    released: str
-    held: str
-    feedback: str | None = None
-    after_last_chunk_ms: float = 0.0
-    # Guard.stream_run, hold: text neither released nor held, kept back from the first sentence
-    # citing a source stale under an uncertain faster regime while the run asks once for
-    # fresher sources (the StreamResult's answer is the one that stands)
-    pending: str = ""
-
-
-class StreamAttempt(_Event):
-    """``stream_run``: attempt ``number`` begins (what earlier attempts released is void)."""
-
-    type: Literal["attempt"] = "attempt"
-    number: int
-    exclude_urls: UrlSet = frozenset()
-
-
-class StreamResult(_Event):
-    """``stream_run``'s last event: the guarded run's result, as ``Guard.run`` returns it."""
-
-    type: Literal["result"] = "result"
-    result: GuardResult
-
-
-StreamEvent = Annotated[
-    StreamText | StreamHeld | StreamCitation | StreamVerdict | StreamAttempt | StreamResult,
-    Field(discriminator="type"),
-]
-EventStream = AsyncIterator[StreamEvent]
-#: ``fn(question, *, exclude_urls, feedback=None, **kwargs)`` → a :data:`ChunkSource` (or an
-#: awaitable of one), e.g. ``lambda q, **kw: client.chat.completions.create(..., stream=True)``
-StreamAnswerFn = Callable[..., Any]
-
 
 # --------------------------------------------------------------------------------------------
 # What the stream needs of the Guard
@@ -281,193 +111,6 @@ class _GuardParts(Protocol):
     async def run(self, answer_fn: Callable[..., Any], question: str, /, **kwargs: Any) -> Any: ...
 
 
-# --------------------------------------------------------------------------------------------
-# Public entry points
-# --------------------------------------------------------------------------------------------
-
-
-def stream_answer(
-    guard: _GuardParts,
-    chunks: ChunkSource,
-    *,
-    question: str = "",
-    mode: StreamMode = "hold",
-    searches: Sequence[SearchRecord] | None = None,
-    exclude_urls: frozenset[str] | set[str] = frozenset(),
-    late_citations: bool = False,
-    fresher: bool = False,
-) -> EventStream:
-    """Verify the answer ``chunks`` stream while it streams; yields :data:`StreamEvent` values
-    ending with one :class:`StreamVerdict` (see the module docstring). ``chunks``: text chunks
-    or provider streaming events (:mod:`citeguard.stream_adapters`). ``late_citations``: the
-    stream's citation objects may come after their text; ``hold`` then keeps a sentence that
-    cites nothing inline pending until the verdict (see the module docstring). ``fresher``
-    (``hold``, set by :func:`stream_run` when the run may still ask for fresher sources): a
-    sentence citing a source stale under an uncertain faster regime is not released; when the
-    verdict passes and the freshness axis asks for fresher sources
-    (:func:`~citeguard.checks.freshness_ask.fresher_ask`), it and the rest stay ``pending``."""
-    _check_mode(mode)
-    if isinstance(chunks, str | bytes) or not isinstance(chunks, AsyncIterable | Iterable):
-        raise UsageError(
-            f"stream() takes an (async) iterable of chunks, not {type(chunks).__name__}"
-        )
-    session = _Session(
-        guard,
-        question=question,
-        mode=mode,
-        searches=None if searches is None else list(searches),
-        exclude_urls=frozenset(exclude_urls),
-        late_citations=late_citations,
-        fresher=fresher,
-    )
-    return _events(session, chunks)
-
-
-def stream_run(
-    guard: _GuardParts,
-    answer_stream_fn: StreamAnswerFn,
-    question: str,
-    *,
-    mode: StreamMode = "hold",
-    late_citations: bool = False,
-    **kwargs: Any,
-) -> EventStream:
-    """``Guard.run`` with a streaming answer function: each attempt's events (after a
-    :class:`StreamAttempt`), then one :class:`StreamResult`. Regeneration, exclusions,
-    feedback, budgets and ``on_fail`` are the loop's (``on_fail="raise"`` raises
-    ``CitationRejected`` after the last event). ``late_citations``: as :func:`stream_answer`
-    takes it, for every attempt."""
-    _check_mode(mode)
-    return _run_events(guard, answer_stream_fn, question, mode, late_citations, kwargs)
-
-
-def _check_mode(mode: str) -> None:
-    if mode not in _MODES:
-        raise UsageError(f"mode must be 'hold' or 'annotate', not {mode!r}")
-
-
-async def _events(session: _Session, chunks: ChunkSource) -> EventStream:
-    # the work runs in its own task: its span and judge run stay in one context, and the
-    # consumer may take its time between events
-    task = asyncio.create_task(session.run(chunks))
-    try:
-        while True:
-            event = await session.queue.get()
-            if event is None:
-                break
-            yield event
-        await task  # the stream's own errors (the chunk iterator raised) propagate
-    finally:
-        if not task.done():
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
-
-
-async def _run_events(
-    guard: _GuardParts,
-    answer_stream_fn: StreamAnswerFn,
-    question: str,
-    mode: StreamMode,
-    late_citations: bool,
-    kwargs: dict[str, Any],
-) -> EventStream:
-    queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
-    t0 = time.perf_counter()
-    wants_feedback = _accepts_feedback(answer_stream_fn)
-    attempts = 0
-    policy = guard.policy
-    # an attempt after which the loop may still ask once for fresher sources
-    may_ask = mode == "hold" and policy.freshness.ask_fresher > 0 and policy.on_fail != "report"
-    sent = _TextSent()
-
-    async def attempt(
-        q: str,
-        *,
-        exclude_urls: frozenset[str] = frozenset(),
-        feedback: Feedback | None = None,
-        **extra: Any,
-    ) -> str:
-        nonlocal attempts
-        attempts += 1
-        at = (time.perf_counter() - t0) * 1000.0
-        queue.put_nowait(StreamAttempt(number=attempts, exclude_urls=exclude_urls, at_ms=at))
-        if wants_feedback:
-            extra["feedback"] = feedback
-        source = answer_stream_fn(q, exclude_urls=exclude_urls, **extra)
-        if inspect.isawaitable(source):
-            source = await source
-        text = ""
-        fresher = (
-            may_ask
-            and attempts < policy.max_attempts
-            and (feedback is None or feedback.kind != "fresher")
-        )
-        sent.pending = False
-        async for event in stream_answer(
-            guard,
-            source,
-            question=q,
-            mode=mode,
-            exclude_urls=exclude_urls,
-            late_citations=late_citations,
-            fresher=fresher,
-        ):
-            queue.put_nowait(event)
-            if isinstance(event, StreamVerdict):
-                text = event.text
-                sent.pending = bool(event.pending)
-        return text
-
-    sent.attempt = attempt
-    task = asyncio.create_task(guard.run(sent.run, question, **kwargs))
-    task.add_done_callback(lambda _t: queue.put_nowait(None))
-    try:
-        while True:
-            event = await queue.get()
-            if event is None:
-                break
-            yield event
-        result = await task  # CitationRejected (on_fail="raise") propagates here
-        at = (time.perf_counter() - t0) * 1000.0
-        yield StreamResult(result=result, at_ms=at)
-    finally:
-        if not task.done():
-            task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task
-
-
-class _TextSent:
-    """``stream_run``'s attempts as the loop sees them (:class:`citeguard.loop.SendsText`): the
-    latest attempt's text is out unless its stream kept it pending for a fresher attempt."""
-
-    def __init__(self) -> None:
-        self.pending = False
-        self.attempt: Callable[..., Awaitable[str]] | None = None
-
-    async def run(self, q: str, **kwargs: Any) -> str:
-        assert self.attempt is not None
-        text: str = await self.attempt(q, **kwargs)
-        return text
-
-    def text_sent(self) -> bool:
-        return not self.pending
-
-
-def _accepts_feedback(fn: Callable[..., Any]) -> bool:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "feedback" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
-
-
-# --------------------------------------------------------------------------------------------
-# One stream
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass
 class _Fetched:
     """A URL fetched (and its page extracted) ahead of the verdict."""
@@ -490,11 +133,6 @@ class _Sentence:
     # passed, but cites a source stale under an uncertain faster regime (fresher mode): waits
     # for the verdict
     fresh_wait: bool = False
-
-
-_Key = tuple[int, int]
-# one claim of the latest parse: its key, the claim, whether it is complete
-_Unit = tuple[_Key, Claim, bool]
 
 
 class _Session:
@@ -1041,93 +679,6 @@ class _Session:
             attrs["citeguard.stream.hold_ms_p50"] = round(hold[len(hold) // 2], 3)
             attrs["citeguard.stream.hold_ms_total"] = round(sum(hold), 3)
         _set_attrs(span, attrs)
-
-
-# --------------------------------------------------------------------------------------------
-# Pure helpers
-# --------------------------------------------------------------------------------------------
-
-
-def _complete_prefix(text: str) -> int:
-    """The length of the longest prefix whose every URL is complete: up to its last
-    whitespace (a reference line's end included), ``)`` or ``>``."""
-    for i in range(len(text) - 1, -1, -1):
-        ch = text[i]
-        if ch.isspace() or ch in ")>":
-            return i + 1
-    return 0
-
-
-def _open_quote(text: str) -> int | None:
-    """Where a quote opened on the last line of ``text`` and not closed yet begins (quotes
-    never span lines, so earlier lines are settled); ``None`` when none is open."""
-    line_start = text.rfind("\n") + 1
-    line = text[line_start:]
-    opened: list[int] = []
-    straight = [i for i, ch in enumerate(line) if ch == '"']
-    if len(straight) % 2:
-        opened.append(straight[-1])
-    for opener, closers in _QUOTE_PAIRS:
-        i = line.rfind(opener)
-        if i >= 0 and not any(c in line[i + 1 :] for c in closers):
-            opened.append(i)
-    return line_start + min(opened) if opened else None
-
-
-def _units(parsed: Answer) -> list[_Unit]:
-    """The claims of a prefix, each with whether it is complete (see the module docstring)."""
-    text = parsed.text
-    open_at = _open_quote(text)
-    unresolved = {
-        f.claim_index
-        for f in parsed.findings
-        if f.code in _UNRESOLVED and f.claim_index is not None
-    }
-    out: list[_Unit] = []
-    last = len(parsed.claims) - 1
-    for i, claim in enumerate(parsed.claims):
-        complete = (
-            i < last
-            and claim.index not in unresolved
-            and (open_at is None or claim.end <= open_at)
-            and not _stray_bracket(parsed, claim)
-        )
-        out.append(((claim.start, claim.end), claim, complete))
-    return out
-
-
-def _stray_bracket(parsed: Answer, claim: Claim) -> bool:
-    """A ``[`` in the claim outside its citation markers: a ``[word]`` that a reference
-    definition later in the stream may still turn into a citation."""
-    spans = [(parsed.citations[i].start, parsed.citations[i].end) for i in claim.citation_indices]
-    pos = parsed.text.find("[", claim.start, claim.end)
-    while pos >= 0:
-        if not any(s <= pos < e for s, e in spans):
-            return True
-        pos = parsed.text.find("[", pos + 1, claim.end)
-    return False
-
-
-def _one_claim(parsed: Answer, claim: Claim) -> Answer:
-    """``parsed`` cut down to one claim and its citations (offsets into the same text), so the
-    pair ``check()`` builds for it is the same: same claim text, quote and evidence."""
-    cits = [parsed.citations[i] for i in claim.citation_indices]
-    urls = {c.url for c in cits}
-    return Answer(
-        text=parsed.text,
-        claims=[claim.model_copy(update={"citation_indices": list(range(len(cits)))})],
-        citations=[c.model_copy(update={"index": k}) for k, c in enumerate(cits)],
-        findings=[
-            f
-            for f in parsed.findings
-            if f.code != "unused_reference"
-            and (f.claim_index == claim.index or (f.url is not None and f.url in urls))
-        ],
-    )
-
-
-def _errors(answer: Answer) -> bool:
-    return any(f.severity is Severity.ERROR for f in answer.findings)
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
