@@ -67,6 +67,7 @@ PUBLIC = [
     "UrlProblem",
     "UsageError",
     "Verdict",
+    "VerdictWord",
     "WordOverlapEntailer",
     "__version__",
     "classify_freshness",
