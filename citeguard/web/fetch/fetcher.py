@@ -1,53 +1,22 @@
-"""The fetcher: every cited URL of an answer, concurrently, safely, with one outcome each.
-
-One :class:`Fetcher` owns one aiohttp ``ClientSession`` (created lazily inside the running loop)
-and answers :meth:`Fetcher.fetch` / :meth:`Fetcher.fetch_all` with :class:`FetchResult` values.
-Web outcomes are never raised: a 404, a timeout or a blocked address is a ``CitationStatus``.
-
-How one URL is fetched:
-
-1. The URL is normalised (:func:`citeguard.web.urls.normalize_url`); a malformed URL or a blocked
-   scheme ends here.
-2. A per-Fetcher TTL cache and in-flight de-duplication answer repeats (the same URL cited twice is
-   fetched once).
-3. At every hop the fetcher resolves the host itself through its :class:`Resolver`, refuses
-   loopback/private/link-local/metadata addresses (unless the policy allows them), and hands the
-   checked addresses to aiohttp through a pinned connector resolver, so the connection goes to the
-   address that was checked (no DNS-rebinding gap). Host header and SNI keep the original name.
-4. ``want_body=False`` sends HEAD first and falls back to GET when HEAD is refused;
-   ``want_body=True`` sends one GET whose body serves every later check.
-5. Redirects are followed by hand: ``Location`` is resolved as a browser resolves it (WHATWG,
-   :func:`citeguard.web.urls.join_url`); a hop to another registrable domain fails without being
-   fetched, as do loops, too many hops, malformed targets and hops to blocked schemes or addresses.
-6. Transient failures (reset, 429, 502, 503, 504) are retried by tenacity with exponential backoff,
-   honouring ``Retry-After`` up to ``policy.retry_after_cap`` and never past the deadline.
-   Every request first takes a lease from the per-host limiter (:mod:`citeguard.web.limits`:
-   concurrency, rate, pauses; shared across replicas with ``limits_redis``), and a 429 or a
-   ``Retry-After`` pauses the host for every other request to it.
-   Requests then start at most a few per turn of the event loop once many are waiting
-   (:class:`_StartPacer`), so the loop keeps serving the ones already under way.
-7. Bodies are streamed under a raw-size cap and a decompressed-size cap (decompression is done here,
-   incrementally, so a gzip bomb never grows memory past the cap).
-"""
+"""The :class:`Fetcher`: one aiohttp session, a TTL cache with in-flight de-duplication, the
+HEAD/GET policy, retries, redirects followed by hand and bodies streamed under their caps (see
+:mod:`citeguard.web.fetch`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import ipaddress
-import math
 import socket
-import ssl
 import time
 import zlib
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http.cookies import SimpleCookie
 from types import MappingProxyType
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Literal
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -55,10 +24,18 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_result
 from yarl import URL
 
 from citeguard.closing import AsyncClosing
-from citeguard.errors import PolicyError
 from citeguard.models import CitationStatus, FetchResult, Outcome
 from citeguard.policy import FetchPolicy
-from citeguard.web.botwall import bot_wall_response
+from citeguard.web.fetch.body import _ACCEPT_ENCODING, _Corrupt, _Decoder, _TooLarge, _Unsupported
+from citeguard.web.fetch.hop import _classify, _error_hop, _Hop, parse_retry_after
+from citeguard.web.fetch.pacing import _Deadlines, _StartPacer
+from citeguard.web.fetch.resolve import (
+    Resolver,
+    SystemResolver,
+    _BlockedAddress,
+    _split_address,
+    fewer_than,
+)
 from citeguard.web.limits import HostLimiter, make_limiter
 from citeguard.web.urls import (
     UrlProblem,
@@ -71,8 +48,6 @@ from citeguard.web.urls import (
     same_site,
 )
 
-__all__ = ["Fetcher", "Resolver", "StaticResolver", "SystemResolver", "parse_retry_after"]
-
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 _TRANSIENT_CODES = frozenset({429, 502, 503, 504})
 # A refused HEAD is retried as GET only for these errors; a timeout or TLS failure would repeat.
@@ -82,8 +57,7 @@ _HEAD_FALLBACK_ERRORS = frozenset({CitationStatus.CONNECTION_ERROR})
 _DRAIN_LIMIT = 64 * 1024
 _CHUNK = 64 * 1024
 _SMALL_BODY = 256 * 1024  # announced bodies up to this size are read in one call
-_DECODE_STEP = 1024 * 1024  # the most one brotli call may inflate (memory per step)
-_DNS_CACHE_SIZE = 4096
+
 _GRACE = 0.05  # seconds a waiter gives a fetch to report its own timeout
 # _StartPacer: requests that may start in one turn of the event loop when none is waiting, and
 # then per turn while some wait. Paired runs, same URLs: 200 URLs 9.5% faster than unpaced,
@@ -95,229 +69,12 @@ _STARTS_PER_TURN = 8
 # loop (each start ~10-30 µs, counting the task's first step)
 _STARTS_PER_CALL = 64
 _COLLECTED_PER_CALL = 256
-# look-ups SystemResolver hands to the resolver in one turn, after a first burst (each c-ares
-# call ~0.1 ms on the loop thread: 2,000 unknown hosts asked in one turn held it 20-180 ms)
-_LOOKUPS_IN_BURST = 8
-_LOOKUPS_PER_TURN = 4
-_TICK = 0.005  # per-URL deadlines falling in one such slice share one loop timer (seconds)
+
 # Response headers that are not worth keeping in a result (privacy, size).
 _DROP_HEADERS = frozenset({"set-cookie"})
-try:  # brotli is optional; without it we do not advertise "br" at all
-    import brotli as _brotli  # type: ignore[import-not-found, import-untyped, unused-ignore]
-except ImportError:  # pragma: no cover - depends on the environment
-    _brotli = None
 
-
-def _brotli_can_limit() -> bool:
-    """Whether this brotli bounds each output (``output_buffer_limit``, brotli >= 1.2)."""
-    try:
-        _brotli.Decompressor().process(b"", output_buffer_limit=1)
-    except TypeError:  # pragma: no cover - older brotli: one call may inflate without bound
-        return False
-    return True
-
-
-if _brotli is not None and not _brotli_can_limit():  # pragma: no cover - old brotli
-    # 1.6 kB of brotli can inflate to 2 GB in one process() call; without an output limit we
-    # cannot stop it part-way, so "br" is neither advertised nor decoded (unsupported_type)
-    _brotli = None
-
-_ACCEPT_ENCODING = "gzip, deflate, br" if _brotli is not None else "gzip, deflate"
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _ACCEPT = "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,*/*;q=0.5"
-
-
-# --------------------------------------------------------------------------------------------
-# Resolvers
-# --------------------------------------------------------------------------------------------
-
-
-@runtime_checkable
-class Resolver(Protocol):
-    """Maps a host name to IP address strings; raises ``socket.gaierror`` (OSError) on NXDOMAIN.
-
-    An entry may also be ``"ADDR:PORT"`` / ``"[V6]:PORT"`` to connect to another port (see
-    :class:`StaticResolver`).
-    """
-
-    async def resolve(self, host: str, port: int) -> list[str]:
-        """Return the IP addresses of ``host`` (as strings), or raise OSError."""
-        ...
-
-
-def _split_address(entry: str) -> tuple[str, int | None]:
-    """``"1.2.3.4"``, ``"1.2.3.4:8080"``, ``"::1"`` or ``"[::1]:8080"`` → (address, port or None).
-
-    Raises PolicyError when the address part is not an IP address or the port is invalid.
-    """
-    text = entry.strip()
-    port: str | None = None
-    if text.startswith("["):
-        addr, _, rest = text[1:].partition("]")
-        if rest:
-            if not rest.startswith(":"):
-                raise PolicyError(f"{entry!r} is not ADDR or ADDR:PORT")
-            port = rest[1:]
-    elif text.count(":") == 1:
-        addr, port = text.split(":")
-    else:
-        addr = text
-    ip = parse_ip_literal(addr) if addr else None
-    if ip is None or (ip.version == 4 and addr.count(".") != 3):
-        raise PolicyError(f"{entry!r} is not an IP address (ADDR or ADDR:PORT)")
-    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
-        raise PolicyError(f"{entry!r} has an invalid port")
-    return str(ip), (int(port) if port is not None else None)
-
-
-def _join_address(addr: str, port: int | None) -> str:
-    if port is None:
-        return addr
-    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
-
-
-class StaticResolver:
-    """A fixed host → address map, like ``curl --resolve``.
-
-    ``StaticResolver({"news.example.com": "127.0.0.1"})`` sends ``news.example.com`` to 127.0.0.1
-    while the registrable-domain and address-safety logic still see the real name. An address may
-    carry a port (``"127.0.0.1:8080"``, ``"[::1]:8080"``): connections then go to that port
-    whatever the URL says (like ``curl --connect-to``), so ``http://news.example.com/`` can be
-    served by a local test server. Unmapped hosts go to ``fallback`` or fail as NXDOMAIN.
-    """
-
-    def __init__(
-        self, mapping: Mapping[str, str | Sequence[str]], fallback: Resolver | None = None
-    ) -> None:
-        table: dict[str, list[str]] = {}
-        for host, addresses in mapping.items():
-            entries = [addresses] if isinstance(addresses, str) else list(addresses)
-            if not entries:
-                raise PolicyError(f"StaticResolver: no address for {host!r}")
-            try:
-                parsed = [_split_address(a) for a in entries]
-            except ValueError as exc:
-                raise PolicyError(f"StaticResolver: {host!r}: {exc}") from None
-            table[host.strip().lower().rstrip(".")] = [_join_address(a, p) for a, p in parsed]
-        self._table = table
-        self._fallback = fallback
-
-    @property
-    def hosts(self) -> frozenset[str]:
-        """The host names this resolver maps."""
-        return frozenset(self._table)
-
-    async def resolve(self, host: str, port: int) -> list[str]:
-        """Return the mapped addresses, else ask the fallback, else raise NXDOMAIN."""
-        addrs = self._table.get(host.lower().rstrip("."))
-        if addrs is not None:
-            return list(addrs)
-        if self._fallback is not None:
-            return await self._fallback.resolve(host, port)
-        raise socket.gaierror(socket.EAI_NONAME, f"{host}: name not known (not in StaticResolver)")
-
-
-class SystemResolver:
-    """The system's DNS (aiohttp's default resolver: aiodns when installed, else getaddrinfo in a
-    thread), with a TTL cache and concurrent look-ups of one host merged into one."""
-
-    def __init__(
-        self,
-        *,
-        ttl: float = 300.0,
-        clock: Callable[[], float] = time.monotonic,
-        inner: AbstractResolver | None = None,
-    ) -> None:
-        """``inner``: the aiohttp resolver to ask (default: ``aiohttp.DefaultResolver()``, made
-        in the loop that first asks, and closed by :meth:`aclose`; one given is not closed)."""
-        self._ttl = ttl
-        self._clock = clock
-        self._given = inner
-        self._inner: AbstractResolver | None = inner
-        self._cache: dict[str, tuple[float, list[str]]] = {}
-        self._pending: dict[str, asyncio.Task[list[str]]] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._pacer: _StartPacer | None = None
-
-    async def resolve(self, host: str, port: int) -> list[str]:
-        """Return the addresses of ``host``; raises OSError (``socket.gaierror``) when unknown."""
-        key = host.lower()
-        hit = self._cache.get(key)
-        if hit is not None and hit[0] > self._clock():
-            return list(hit[1])
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:  # the inner resolver and pending look-ups are loop-bound
-            self._inner = self._given
-            self._pending.clear()
-            self._loop = loop
-            self._pacer = _StartPacer(loop, _LOOKUPS_PER_TURN, _LOOKUPS_IN_BURST)
-        task = self._pending.get(key)
-        if task is None:
-            task = loop.create_task(self._lookup(host, port))
-            # Retrieve the outcome even when every waiter was cancelled (no "never retrieved"
-            # noise).
-            task.add_done_callback(lambda t: None if t.cancelled() else t.exception())
-            self._pending[key] = task
-        try:
-            return list(await asyncio.shield(task))
-        finally:
-            # a failed look-up's error, raised here, keeps this frame in its traceback: were the
-            # frame to keep the task, which keeps the error, each unknown host would leave a
-            # cycle (task, error, tracebacks, frames) only the collector frees, 17 objects a
-            # host: 34,000 for 2,000 hosts, walked in full passes of 50-100 ms on the loop
-            del task
-
-    async def _lookup(self, host: str, port: int) -> list[str]:
-        try:
-            pacer = self._pacer
-            if pacer is not None and not pacer.ready():
-                await pacer.turn()  # in turns: each look-up is ~0.1 ms of the loop's time
-            if self._inner is None:
-                self._inner = aiohttp.DefaultResolver()
-            infos = await self._inner.resolve(host, port, family=socket.AF_UNSPEC)
-            addrs = list(dict.fromkeys(info["host"] for info in infos))
-            if not addrs:
-                raise socket.gaierror(socket.EAI_NONAME, f"{host}: no addresses")
-            if len(self._cache) >= _DNS_CACHE_SIZE:
-                self._cache.pop(next(iter(self._cache)))  # oldest first: dicts keep order
-            self._cache[host.lower()] = (self._clock() + self._ttl, addrs)
-            return addrs
-        finally:
-            self._pending.pop(host.lower(), None)
-
-    async def aclose(self) -> None:
-        """Release the underlying resolver (the default one: one given stays open)."""
-        if self._inner is not None and self._inner is not self._given:
-            await self._inner.close()
-        self._inner = self._given
-
-
-_T = TypeVar("_T")
-
-
-async def fewer_than(
-    limit: int, running: set[asyncio.Future[_T]], left: Callable[[], float]
-) -> set[asyncio.Future[_T]]:
-    """Wait until fewer than ``limit`` (at least 1) of ``running`` are unfinished, or ``left()``
-    (seconds) runs out; the unfinished ones. How a big answer keeps a window of its fetches under
-    way instead of all of them (each waiting fetch is ~60 objects the collector walks)."""
-    limit = max(1, limit)
-    running = {t for t in running if not t.done()}
-    while len(running) >= limit:
-        remaining = left()
-        if remaining <= 0:
-            break
-        await asyncio.wait(running, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-        running = {t for t in running if not t.done()}
-    return running
-
-
-class _BlockedAddress(OSError):
-    """Raised inside the connector when a host resolves to a refused address."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class _PinnedResolver(AbstractResolver):
@@ -349,264 +106,6 @@ class _PinnedResolver(AbstractResolver):
         return None
 
 
-# --------------------------------------------------------------------------------------------
-# Bodies
-# --------------------------------------------------------------------------------------------
-
-
-class _TooLarge(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class _Unsupported(Exception):
-    pass
-
-
-class _Corrupt(Exception):
-    """A body its Content-Encoding cannot decode (zlib reports its own ``zlib.error``)."""
-
-
-class _Decoder:
-    """Incremental Content-Encoding decoder whose output never exceeds ``limit`` bytes in total."""
-
-    def __init__(self, encoding: str, limit: int) -> None:
-        self.encoding = encoding
-        self.limit = limit
-        self.total = 0
-        self._raw_deflate_tried = False
-        self._zlib: Any = None
-        self._brotli: Any = None
-        if encoding in ("gzip", "x-gzip"):
-            self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        elif encoding == "deflate":
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
-        elif encoding == "br" and _brotli is not None:
-            self._brotli = _brotli.Decompressor()
-        elif encoding not in ("", "identity"):
-            raise _Unsupported(f"content-encoding {encoding!r} is not supported")
-
-    def _count(self, data: bytes) -> bytes:
-        self.total += len(data)
-        if self.total > self.limit:
-            raise _TooLarge(
-                f"decompressed body exceeds {self.limit} bytes ({self.encoding} bomb or huge page)"
-            )
-        return data
-
-    def feed(self, chunk: bytes) -> bytes:
-        if self._zlib is None and self._brotli is None:
-            return self._count(chunk)
-        if self._brotli is not None:
-            return self._feed_brotli(chunk)
-        out: list[bytes] = []
-        data = chunk
-        while data:
-            room = self.limit - self.total + 1
-            try:
-                piece = self._zlib.decompress(data, room)
-            except zlib.error:
-                if self.encoding == "deflate" and not self._raw_deflate_tried and not self.total:
-                    # Many servers send raw DEFLATE under "deflate"; retry without the header.
-                    self._raw_deflate_tried = True
-                    self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-                    continue
-                raise
-            out.append(self._count(piece))
-            data = self._zlib.unconsumed_tail
-            if self._zlib.eof:
-                rest = self._zlib.unused_data
-                if rest and self.encoding in ("gzip", "x-gzip"):
-                    self._zlib = zlib.decompressobj(16 + zlib.MAX_WBITS)  # next gzip member
-                    data = rest
-                else:
-                    break
-        return b"".join(out)
-
-    def _feed_brotli(self, chunk: bytes) -> bytes:
-        # Every process() call is capped at the room left (plus one byte, to detect the
-        # overflow): a bomb stops at the cap instead of inflating in one call. While the output
-        # limit holds data back, brotli wants empty input until it can accept more.
-        out: list[bytes] = []
-        data = chunk
-        while True:
-            room = min(self.limit - self.total + 1, _DECODE_STEP)
-            try:
-                piece = self._brotli.process(data, output_buffer_limit=room)
-            except _brotli.error as exc:
-                raise _Corrupt(str(exc)) from None
-            out.append(self._count(piece))
-            data = b""
-            if self._brotli.is_finished() or self._brotli.can_accept_more_data():
-                return b"".join(out)
-            if not piece:  # pragma: no cover - defensive: no progress, no more input
-                raise _Corrupt("the brotli decoder made no progress")
-
-
-# --------------------------------------------------------------------------------------------
-# One hop
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Hop:
-    """The outcome of one HTTP request (one attempt at one hop)."""
-
-    status: CitationStatus | None  # None: a redirect to follow
-    reason: str
-    method: Literal["HEAD", "GET", "NONE"] = "NONE"
-    http_status: int | None = None
-    headers: Mapping[str, str] | None = None  # None until a response came
-    content_type: str | None = None
-    location: str | None = None
-    body: bytes | None = None
-    truncated: bool = False
-    transient: bool = False
-    retry_after: float | None = None
-    cookies: Mapping[str, str] | None = None
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delay-seconds or an HTTP date).
-
-    ``None`` when the header is absent or unreadable; a date in the past gives ``0.0``. Shared
-    by the fetcher and the judge client (:mod:`citeguard.checks.judge`).
-    """
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
-
-
-def _classify(code: int, phrase: str, headers: Mapping[str, str]) -> tuple[CitationStatus, str]:
-    label = f"HTTP {code} {phrase}".strip()
-    wall = bot_wall_response(code, headers)
-    if wall is not None:
-        return CitationStatus.BOT_WALL, wall
-    if 200 <= code < 300:
-        return CitationStatus.OK, label
-    if code == 404:
-        return CitationStatus.NOT_FOUND, f"{label}: the page does not exist"
-    if code == 410:
-        return CitationStatus.GONE, f"{label}: the page was removed"
-    if code == 429:
-        return CitationStatus.RATE_LIMITED, f"{label}: the site is rate-limiting requests"
-    if 300 <= code < 400:
-        return CitationStatus.HTTP_ERROR, f"{label} without a usable Location header"
-    return CitationStatus.HTTP_ERROR, label
-
-
-def _error_hop(exc: BaseException, method: Literal["HEAD", "GET"]) -> _Hop:
-    """Translate a client-side exception into a hop outcome (the one place aiohttp errors map)."""
-    if isinstance(exc, aiohttp.ClientConnectorDNSError):
-        inner = exc.os_error
-        if isinstance(inner, _BlockedAddress):
-            return _Hop(CitationStatus.BLOCKED_ADDRESS, inner.reason, method)
-        return _Hop(CitationStatus.UNREACHABLE, f"DNS lookup failed: {inner}", method)
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return _Hop(CitationStatus.TLS_ERROR, f"TLS certificate error: {exc.certificate_error}")
-    if isinstance(exc, aiohttp.ClientSSLError | ssl.SSLError) or isinstance(
-        getattr(exc, "os_error", None), ssl.SSLError
-    ):
-        return _Hop(CitationStatus.TLS_ERROR, f"TLS error: {exc}", method)
-    if isinstance(exc, aiohttp.ServerTimeoutError):
-        return _Hop(CitationStatus.TIMEOUT, f"timed out: {exc}", method)
-    if isinstance(exc, aiohttp.ClientConnectorError):
-        inner = exc.os_error
-        if isinstance(inner, ConnectionResetError):
-            return _Hop(CitationStatus.CONNECTION_ERROR, f"connection reset: {exc}", transient=True)
-        return _Hop(CitationStatus.UNREACHABLE, f"cannot connect: {exc.strerror or exc}", method)
-    if isinstance(
-        exc,
-        aiohttp.ServerDisconnectedError
-        | aiohttp.ClientPayloadError
-        | aiohttp.ClientOSError
-        | ConnectionResetError,
-    ):
-        return _Hop(
-            CitationStatus.CONNECTION_ERROR,
-            f"connection dropped: {type(exc).__name__}: {exc}",
-            method,
-            transient=True,
-        )
-    if isinstance(exc, aiohttp.InvalidURL | ValueError):
-        return _Hop(CitationStatus.MALFORMED_URL, f"invalid URL: {exc}", method)
-    if isinstance(exc, aiohttp.ClientResponseError):
-        return _Hop(CitationStatus.CONNECTION_ERROR, f"invalid HTTP response: {exc.message}")
-    return _Hop(CitationStatus.CONNECTION_ERROR, f"{type(exc).__name__}: {exc}", method)
-
-
-# --------------------------------------------------------------------------------------------
-# Fetcher
-# --------------------------------------------------------------------------------------------
-
-
-class _StartPacer:
-    """How many requests start in one turn of the event loop: ``burst`` when none is waiting,
-    then ``per_turn`` a turn, in order, until the queue is empty.
-
-    Unpaced, a fetch of 200 URLs opens 200 connections in one turn (each task runs until it
-    waits on its socket) and the loop polls none of them before all 200 are under way: measured,
-    the first request went out ~55 ms after the start, and every one only after all the
-    connects. Paced, the loop polls between batches, so early requests are sent (and their
-    connections come back to the pool) while later ones are still starting. A small answer's
-    requests (up to ``burst``) all start at once, as before.
-    """
-
-    __slots__ = ("_allowed", "_burst", "_loop", "_per_turn", "_queue", "_tick_due", "_used")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, per_turn: int, burst: int) -> None:
-        self._loop = loop
-        self._per_turn = per_turn
-        self._burst = burst
-        self._allowed = burst
-        self._queue: deque[asyncio.Future[None]] = deque()
-        self._used = 0
-        self._tick_due = False
-
-    def ready(self) -> bool:
-        """True when a request may start now (and counts it); else wait for :meth:`turn`."""
-        if self._used < self._allowed and not self._queue:
-            self._used += 1
-            self._schedule()
-            return True
-        return False
-
-    def turn(self) -> asyncio.Future[None]:
-        """A future that completes when this request's turn comes (FIFO)."""
-        fut: asyncio.Future[None] = self._loop.create_future()
-        self._queue.append(fut)
-        self._schedule()
-        return fut
-
-    def _schedule(self) -> None:
-        if not self._tick_due:
-            self._tick_due = True
-            self._loop.call_soon(self._tick)
-
-    def _tick(self) -> None:
-        self._tick_due = False
-        self._used = 0
-        queue = self._queue
-        self._allowed = self._per_turn if queue else self._burst
-        while queue and self._used < self._allowed:
-            fut = queue.popleft()
-            if not fut.done():  # a cancelled waiter gives its place up
-                fut.set_result(None)
-                self._used += 1
-        if queue or self._used:
-            self._schedule()
-
-
 @dataclass(slots=True)
 class _CacheEntry:
     result: FetchResult
@@ -621,50 +120,6 @@ class _InFlight:
 
 
 _Started = tuple[str, _InFlight]  # (normalised URL, the fetch in flight for it)
-
-
-class _Deadlines:
-    """Per-URL time limits on one loop, with one timer for all deadlines in a ``_TICK`` slice.
-
-    What ``asyncio.timeout`` does per fetch (cancel the task when its time is up, and tell that
-    cancellation from any other), with the timers shared: a fetch of 2,000 URLs starts them
-    within a few milliseconds, so a handful of timers replace 2,000 (each with its own handle,
-    context copy and heap entry, all of them objects the GC walks while the fetches run). A
-    deadline fires at most ``_TICK`` late, well inside ``_GRACE``.
-    """
-
-    __slots__ = ("_expired", "_loop", "_slices")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._slices: dict[int, set[asyncio.Task[Any]]] = {}
-        self._expired: set[asyncio.Task[Any]] = set()
-
-    def add(self, task: asyncio.Task[Any], seconds: float) -> int:
-        """Cancel ``task`` in ``seconds`` (rounded up to the slice); returns its slice."""
-        key = math.ceil((self._loop.time() + seconds) / _TICK)
-        tasks = self._slices.get(key)
-        if tasks is None:
-            tasks = self._slices[key] = set()
-            self._loop.call_at(key * _TICK, self._expire, key)
-        tasks.add(task)
-        return key
-
-    def discard(self, task: asyncio.Task[Any], key: int) -> bool:
-        """``task`` is done with its deadline; True when the deadline cancelled it."""
-        tasks = self._slices.get(key)
-        if tasks is not None:
-            tasks.discard(task)
-        if task in self._expired:
-            self._expired.discard(task)
-            return True
-        return False
-
-    def _expire(self, key: int) -> None:
-        for task in self._slices.pop(key, ()):
-            if not task.done():
-                self._expired.add(task)
-                task.cancel()
 
 
 class Fetcher(AsyncClosing):
