@@ -16,6 +16,11 @@ lr``: the logistic regression they replaced); Platt calibration fitted on
 the out-of-fold logits of the AB tune rows; the threshold that maximises macro-F1 on those
 calibrated out-of-fold probabilities; a final fit on all training rows. Writes
 citeguard/checks/support_model.json and benchmarks/results/train_support.json.
+
+The steps live in modules by what they do: support_data.py (rows, split, changed-number
+negatives), support_features.py (encoder, features), support_fit.py (metrics, weights, models,
+export, out-of-fold logits, Platt, threshold), support_report.py (--evaluate, compare, speed) and
+train_support_ce.py (--model ce); this module is the command line.
 """
 
 from __future__ import annotations
