@@ -29,12 +29,13 @@ How one URL is fetched:
 7. Bodies are streamed under a raw-size cap and a decompressed-size cap (decompression is done here,
    incrementally, so a gzip bomb never grows memory past the cap).
 
-The package holds one room per part: :mod:`~citeguard.web.fetch.resolve` (resolvers, step 3's
-look-ups), :mod:`~citeguard.web.fetch.hop` (one request's outcome, ``Retry-After``, status codes and
-errors as statuses), :mod:`~citeguard.web.fetch.body` (step 7's decoding under its cap),
-:mod:`~citeguard.web.fetch.pacing` (request starts per turn, shared deadline timers) and
-:mod:`~citeguard.web.fetch.fetcher` (the :class:`Fetcher`: cache, HEAD/GET, retries, redirects,
-streamed reads).
+The package holds one room per part: :mod:`~citeguard.web.fetch.fetcher` (the :class:`Fetcher`:
+cache, in-flight de-duplication, address checks, redirects), :mod:`~citeguard.web.fetch.request`
+(HEAD/GET, retries, the response and its body streamed under the caps),
+:mod:`~citeguard.web.fetch.resolve` (resolvers, step 3's look-ups), :mod:`~citeguard.web.fetch.hop`
+(one request's outcome, ``Retry-After``, status codes and errors as statuses),
+:mod:`~citeguard.web.fetch.body` (step 7's decoding under its cap) and
+:mod:`~citeguard.web.fetch.pacing` (request starts per turn, shared deadline timers).
 """
 
 from __future__ import annotations

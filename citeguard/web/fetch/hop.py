@@ -1,18 +1,19 @@
-"""One hop: the outcome of one HTTP request, ``Retry-After``, and how a status code or a raised
+"""One hop: the outcome of one HTTP request (and :class:`_Progress`, what one URL's fetch has
+learned over its hops), ``Retry-After``, and how a status code or a raised
 error becomes a :class:`~citeguard.models.CitationStatus` with its reason."""
 
 from __future__ import annotations
 
 import email.utils
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
 import aiohttp
 
-from citeguard.models import CitationStatus
+from citeguard.models import CitationStatus, FetchResult
 from citeguard.web.botwall import bot_wall_response
 from citeguard.web.fetch.resolve import _BlockedAddress
 
@@ -115,3 +116,61 @@ def _error_hop(exc: BaseException, method: Literal["HEAD", "GET"]) -> _Hop:
     if isinstance(exc, aiohttp.ClientResponseError):
         return _Hop(CitationStatus.CONNECTION_ERROR, f"invalid HTTP response: {exc.message}")
     return _Hop(CitationStatus.CONNECTION_ERROR, f"{type(exc).__name__}: {exc}", method)
+
+
+@dataclass(slots=True)
+class _Progress:
+    """What one URL's fetch has learned so far (for the result, whatever ends it).
+
+    ``redirects`` and ``headers`` start as empty tuples/None, not new containers: thousands of
+    fetches may wait at once, and each object they hold is one more for the GC to walk."""
+
+    url: str
+    clock: Callable[[], float]
+    start: float
+    final_url: str | None = None
+    redirects: list[str] | None = None
+    method: Literal["HEAD", "GET", "NONE"] = "NONE"
+    http_status: int | None = None
+    headers: Mapping[str, str] | None = None
+    content_type: str | None = None
+    attempts: int = 1
+
+    def redirected(self, target: str) -> int:
+        """Record a redirect to ``target``; returns how many there have been."""
+        if self.redirects is None:
+            self.redirects = []
+        self.redirects.append(target)
+        return len(self.redirects)
+
+    def absorb(self, hop: _Hop) -> None:
+        self.method = hop.method
+        if hop.http_status is not None:
+            self.http_status = hop.http_status
+            self.headers = hop.headers
+            self.content_type = hop.content_type
+
+    def result(
+        self,
+        status: CitationStatus,
+        reason: str,
+        *,
+        body: bytes | None = None,
+        truncated: bool = False,
+    ) -> FetchResult:
+        return FetchResult(
+            url=self.url,
+            final_url=self.final_url,
+            status=status,
+            reason=reason,
+            http_status=self.http_status,
+            method=self.method,
+            redirects=list(self.redirects or ()),
+            headers=dict(self.headers or ()),
+            content_type=self.content_type,
+            body=body,
+            truncated=truncated,
+            attempts=self.attempts,
+            elapsed_ms=(self.clock() - self.start) * 1000,
+            fetched_at=datetime.now(UTC),
+        )
