@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import ada_url
 import pytest
 
-import citeguard.web.fetch as fetch_module
+import citeguard.web.fetch.fetcher as fetch_module
 from citeguard.models import CitationStatus
 from citeguard.policy import FetchPolicy
 from citeguard.web.fetch import Fetcher

@@ -264,228 +264,331 @@ def _small_enough(html: str, policy: FetchPolicy) -> bool:
     return _many_attributes_re(policy.max_html_attributes).search(html) is None
 
 
-def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
-    """``html`` within ``policy``'s size, depth, node and attribute bounds; True when changed."""
-    cut = len(html) > policy.max_html_chars
-    if cut:
-        html = html[: policy.max_html_chars]
-    max_depth, max_attrs, max_tokens = (
-        policy.max_html_depth,
-        policy.max_html_attributes,
-        policy.max_html_nodes,
-    )
-    attrs_check = 2 * max_attrs  # only longer attributes can hold more than max_attrs
-    edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in document order
-    infos: dict[str, tuple[str, int, str, tuple[int, ...]]] = {}  # key, flags, lower, marks
-    foreign_marks: dict[tuple[str, int], tuple[int, ...]] = {}
-    # the model: open elements (key, kind: 0 HTML, 1 foreign, 2 foreign holding HTML; foreign
-    # keys are "^" + name), where each key sits, the marks (see _marks_of), and fences: parts the
-    # tokenizer may read as text, inside which nothing closes what was open before them
-    keys: list[str] = []
-    kinds: list[int] = []
-    joined: list[tuple[int, ...]] = []
-    positions: dict[str, list[int]] = {}
-    marks: tuple[list[int], ...] = ([], [], [], [], [], [], [], [])
-    fences: list[tuple[int, int]] = []  # (lowest index a close may pop, where the part ends)
-    dropped: dict[str, int] = {}  # start tags dropped past a bound, by key
-    formatting: dict[str, int] = {}  # formatting start tags not yet closed by an end tag
-    open_formatting = 0
-    roots: set[str] = set()  # <html>/<body> seen: a repeat only merges its attributes
-    merged = 0  # attributes that repeated <html>/<body> tags merged
-    unsure = 0  # closes the model could not be sure of
-    tokens = 0
-    end = len(html)
-    pos = 0
+# what a step tells the token loop: go on with the token's next step, read the next token, stop
+_GO_ON, _NEXT, _STOP = range(3)
+#: The scope an end tag closes its element in (a mark list; -1: none); an end tag not named here
+#: closes up to a scope boundary when it is in _SCOPED_END, up to a special element otherwise.
+_END_SCOPES: dict[str, int] = {"template": -1, "table": _TABLE_M, "li": _SCOPE_M, "p": _BUTTON_M}
 
-    # where the next end of a raw text part ("</title", "]]>", "<!--") is, remembered: asked
-    # again from a later position, a search only reads past what an earlier one read
-    nexts: dict[str, tuple[int, int]] = {}  # what -> (searched from, found at or -1)
 
-    def next_of(what: str, start: int) -> int:
-        known = nexts.get(what)
+class _OpenElements:
+    """The model of the tree builder's stack of open elements.
+
+    Open elements (key, kind; foreign keys are "^" + name), where each key sits, the marks (see
+    :func:`_marks_of`), and fences: parts the tokenizer may read as text, inside which nothing
+    closes what was open before them. ``pos`` is where the reading stands."""
+
+    def __init__(self, html: str) -> None:
+        self.html = html
+        self.pos = 0
+        self.end = len(html)
+        self.keys: list[str] = []
+        self.kinds: list[int] = []
+        self.joined: list[tuple[int, ...]] = []
+        self.positions: dict[str, list[int]] = {}
+        self.marks: tuple[list[int], ...] = ([], [], [], [], [], [], [], [])
+        self.fences: list[tuple[int, int]] = []  # (lowest index a close may pop, part's end)
+        self.unsure = 0  # closes the model could not be sure of
+        # where the next end of a raw text part ("</title", "]]>", "<!--") is, remembered:
+        # asked again from a later position, a search only reads past what an earlier one read
+        self.nexts: dict[str, tuple[int, int]] = {}  # what -> (searched from, found at or -1)
+
+    def next_of(self, what: str, start: int) -> int:
+        """Where ``what`` (a raw text element's end tag, or a string) next occurs from ``start``."""
+        known = self.nexts.get(what)
         if known is not None and known[0] <= start and (known[1] < 0 or known[1] >= start):
             return known[1]
         if what in _RAW_END_RES:
-            r = _RAW_END_RES[what].search(html, start)
+            r = _RAW_END_RES[what].search(self.html, start)
             found = r.start() if r is not None else -1
         else:
-            found = html.find(what, start)
-        nexts[what] = (start, found)
+            found = self.html.find(what, start)
+        self.nexts[what] = (start, found)
         return found
 
-    def floor() -> int:
-        # closes never pop below the floor, so each fence's floor is at least the one before:
-        # the last fence still open holds the highest
-        while fences and fences[-1][1] <= pos:
+    def floor(self) -> int:
+        """The lowest index a close may pop at ``pos``: closes never pop below the floor, so each
+        fence's floor is at least the one before: the last fence still open holds the highest."""
+        fences = self.fences
+        while fences and fences[-1][1] <= self.pos:
             fences.pop()
         return fences[-1][0] if fences else 0
 
-    def fenced() -> bool:
+    def fenced(self) -> bool:
         """Whether ``pos`` lies in a part the tokenizer may read as text."""
-        floor()
-        return bool(fences)
+        self.floor()
+        return bool(self.fences)
 
-    def resume() -> int:
+    def resume(self) -> int:
         """Where to read on when the markup seems to end at ``pos`` (an unterminated comment or
         tag): inside a part that may be text, at that part's end, which is where the tokenizer
         goes on if it read the part as text; elsewhere nowhere (-1): the document ends here."""
-        return min((e for _, e in fences if e > pos), default=-1) if fenced() else -1
+        if not self.fenced():
+            return -1
+        return min((e for _, e in self.fences if e > self.pos), default=-1)
 
-    def last(m: int) -> int:
-        lst = marks[m]
+    def last(self, m: int) -> int:
+        """The index of the newest open element on mark list ``m``, or -1."""
+        lst = self.marks[m]
         return lst[-1] if lst else -1
 
-    def push(key: str, kind: int, into: tuple[int, ...]) -> None:
-        i = len(keys)
-        keys.append(key)
-        kinds.append(kind)
-        where = positions.get(key)
+    def push(self, key: str, kind: int, into: tuple[int, ...]) -> None:
+        """Open an element ``key`` of ``kind`` that joins the mark lists ``into``."""
+        i = len(self.keys)
+        self.keys.append(key)
+        self.kinds.append(kind)
+        where = self.positions.get(key)
         if where is None:
-            positions[key] = [i]
+            self.positions[key] = [i]
         else:
             where.append(i)
-        joined.append(into)
+        self.joined.append(into)
         for m in into:
-            marks[m].append(i)
+            self.marks[m].append(i)
 
-    def pop_to(i: int) -> bool:
+    def pop_to(self, i: int) -> bool:
         """Close the element at ``i`` and everything above it, if the model may: never below a
         fence, never more than _MAX_POPS at once (not believed: counted as unsure)."""
-        nonlocal unsure
-        if (fences and i < floor()) or len(keys) - i > _MAX_POPS:
-            unsure += 1
+        keys = self.keys
+        if (self.fences and i < self.floor()) or len(keys) - i > _MAX_POPS:
+            self.unsure += 1
             return False
-        if i == len(keys) - 1:  # the usual case: the current element closes
-            positions[keys.pop()].pop()
-            kinds.pop()
-            for m in joined.pop():
-                marks[m].pop()
-            return True
         while len(keys) > i:
-            positions[keys.pop()].pop()
-            kinds.pop()
-            for m in joined.pop():
-                marks[m].pop()
+            self.positions[keys.pop()].pop()
+            self.kinds.pop()
+            for m in self.joined.pop():
+                self.marks[m].pop()
         return True
 
-    def close(key: str, scope: int) -> bool:
+    def close(self, key: str, scope: int) -> bool:
         """Close the HTML element ``key`` if it is open and no boundary of ``scope`` (a mark
         list, or -1 for none) stands above it."""
-        nonlocal unsure
-        where = positions.get(key)
+        where = self.positions.get(key)
         if not where:
             return False
         i = where[-1]
-        if kinds[i]:
+        if self.kinds[i]:
             return False  # the newest element of that name is foreign: not an HTML one
-        floor_at = max(last(scope), last(_LIST_M) if key == "li" else -1) if scope >= 0 else -1
+        floor_at = -1
+        if scope >= 0:
+            floor_at = max(self.last(scope), self.last(_LIST_M) if key == "li" else -1)
         if i < floor_at:
-            unsure += 1  # the tree builder ignores it, unless the boundary is stale
+            self.unsure += 1  # the tree builder ignores it, unless the boundary is stale
             return False
-        return pop_to(i)
+        return self.pop_to(i)
 
-    search = _TOKEN_RE.search
-    while True:
-        if unsure > _MAX_UNSURE:
-            end, cut = pos, True  # the model has lost track: no deeper tree past here
-            break
-        m = search(html, pos)
-        if m is None:
-            break
-        at = m.start()
-        tokens += 1
-        if tokens > max_tokens:
-            end, cut = at, True
-            break
-        slash, raw_name, attrs, comment, unclosed = m.groups()
-        if raw_name is None:
-            c = _COMMENT_RE.match(html, at) if comment else None  # "<!--"
-            close_at = -1 if comment or unclosed else html.find(">", at)
-            if c is None and close_at < 0:
-                # an unterminated comment, tag or doctype: the rest is inside it
-                pos = resume()
-                if pos < 0:
-                    break
-                continue
-            if c is not None:
-                pos = c.end()
-                continue
-            pos = close_at + 1  # a bogus comment, a doctype, a processing instruction
-            if html.startswith("<![CDATA[", at):
-                # text up to "]]>" in foreign content, a bogus comment up to ">" elsewhere: read
-                # what follows the ">" as markup that closes nothing open before it
-                cdata_end = next_of("]]>", at)
-                fences.append((len(keys), cdata_end if cdata_end >= 0 else end))
-            continue
-        pos = m.end()
-        info = infos.get(raw_name)
-        if info is None:
-            lower = raw_name.lower()
-            key, flags = _name_info(lower)
-            info = infos[raw_name] = (key, flags, lower, _marks_of(key, 0))
-        key, flags, lower, html_marks = info
+    def close_current(self, key: str) -> bool:
+        """Close the current node when it is the HTML element ``key``."""
+        current = bool(self.keys) and self.keys[-1] == key and self.kinds[-1] == _HTML
+        return current and self.pop_to(len(self.keys) - 1)
+
+    def end_foreign(self) -> None:
+        """Close foreign elements up to an HTML element or an integration point (not past a
+        fence)."""
+        lowest = self.floor() if self.fences else 0
+        while len(self.keys) > lowest and self.kinds[-1] in (_SVG, _MATH):
+            if not self.pop_to(len(self.keys) - 1):
+                break
+
+
+class _Bounding(_OpenElements):
+    """One pass of :func:`_bound_html` over one document: the token loop, one step per decision,
+    and the edits it collects."""
+
+    def __init__(self, html: str, policy: FetchPolicy) -> None:
+        self.cut = len(html) > policy.max_html_chars
+        super().__init__(html[: policy.max_html_chars] if self.cut else html)
+        self.max_depth = policy.max_html_depth
+        self.max_attrs = policy.max_html_attributes
+        self.max_tokens = policy.max_html_nodes
+        self.attrs_check = 2 * self.max_attrs  # only longer attributes can hold more
+        self.edits: list[tuple[int, int, str]] = []  # (start, end, replacement), in order
+        self.infos: dict[
+            str, tuple[str, int, str, tuple[int, ...]]
+        ] = {}  # key, flags, lower, marks
+        self.foreign_marks: dict[tuple[str, int], tuple[int, ...]] = {}
+        self.dropped: dict[str, int] = {}  # start tags dropped past a bound, by key
+        self.formatting: dict[str, int] = {}  # formatting start tags not closed by an end tag
+        self.open_formatting = 0
+        self.roots: set[str] = set()  # <html>/<body> seen: a repeat only merges its attributes
+        self.merged = 0  # attributes that repeated <html>/<body> tags merged
+        self.tokens = 0
+
+    def run(self) -> None:
+        """Read the tokens to the end of the document, or to where a bound cuts it."""
+        search = _TOKEN_RE.search
+        html = self.html
+        while True:
+            if self.unsure > _MAX_UNSURE:
+                self.end, self.cut = self.pos, True  # lost track: no deeper tree past here
+                return
+            m = search(html, self.pos)
+            if m is None:
+                return
+            at = m.start()
+            self.tokens += 1
+            if self.tokens > self.max_tokens:
+                self.end, self.cut = at, True
+                return
+            if m.group(2) is None:
+                step = self.markup(m, at)
+            else:
+                self.pos = m.end()
+                step = self.tag(m, at)
+            if step == _STOP:
+                return
+
+    def markup(self, m: re.Match[str], at: int) -> int:
+        """A comment, a bogus comment, a doctype, a processing instruction or CDATA."""
+        comment, unclosed = m.group(4), m.group(5)
+        c = _COMMENT_RE.match(self.html, at) if comment else None  # "<!--"
+        close_at = -1 if comment or unclosed else self.html.find(">", at)
+        if c is None and close_at < 0:
+            # an unterminated comment, tag or doctype: the rest is inside it
+            self.pos = self.resume()
+            return _STOP if self.pos < 0 else _NEXT
+        if c is not None:
+            self.pos = c.end()
+            return _NEXT
+        self.pos = close_at + 1
+        if self.html.startswith("<![CDATA[", at):
+            # text up to "]]>" in foreign content, a bogus comment up to ">" elsewhere: read
+            # what follows the ">" as markup that closes nothing open before it
+            cdata_end = self.next_of("]]>", at)
+            self.fences.append((len(self.keys), cdata_end if cdata_end >= 0 else self.end))
+        return _NEXT
+
+    def info(self, raw_name: str) -> tuple[str, int, str, tuple[int, ...]]:
+        """(key, _*_F flags, lower-cased name, HTML marks) of a tag name first seen, kept."""
+        lower = raw_name.lower()
+        key, flags = _name_info(lower)
+        info = self.infos[raw_name] = (key, flags, lower, _marks_of(key, _HTML))
+        return info
+
+    def tag(self, m: re.Match[str], at: int) -> int:
+        """A start or end tag."""
+        slash, raw_name, attrs = m.group(1, 2, 3)
+        info = self.infos.get(raw_name) or self.info(raw_name)
+        key, flags, lower, _ = info
         # formatting elements the tree builder may re-open at any point (left open, not on the
         # stack): the current node may be one of them, so nothing is closed for being current
-        reopens = open_formatting > len(marks[_FMT_M])
-        if slash:  # an end tag
-            if dropped and dropped.get(key):
-                dropped[key] -= 1
-                edits.append((at, pos, ""))
-                continue
-            if kinds and kinds[-1] and not reopens:
-                # foreign content: the newest foreign element of that name closes when no HTML
-                # element stands above it; otherwise the HTML rules apply
-                where = positions.get("^" + lower)
-                if where and where[-1] > last(_HTML_M):
-                    if pop_to(where[-1]) and dropped:
-                        dropped.clear()
-                    continue
-                if lower in ("p", "br"):  # they end foreign content first
-                    lowest = floor() if fences else 0
-                    while len(keys) > lowest and kinds[-1] in (_SVG, _MATH):
-                        if not pop_to(len(keys) - 1):
-                            break
-            if flags & _FORMATTING_F and formatting.get(key):
-                formatting[key] -= 1
-                open_formatting -= 1
-            if key in ("form", "frameset"):
-                # </form> removes only the form, </frameset> pops only the current node: the
-                # model closes them only when they are the current node
-                current = bool(keys) and keys[-1] == key and kinds[-1] == 0
-                closed = current and pop_to(len(keys) - 1)
-            elif key == "select":
-                # select scope: only option and optgroup elements may stand above it
-                at_select = positions["select"][-1] if positions.get("select") else -1
-                closed = at_select >= 0 and all(k == "optgroup" for k in keys[at_select + 1 :])
-                closed = closed and pop_to(at_select)
-            elif key == "template":
-                closed = close("template", -1)
-            elif key == "table":
-                closed = close("table", _TABLE_M)
-            elif key == "li":
-                closed = close("li", _SCOPE_M)
-            elif key == "p":
-                closed = close("p", _BUTTON_M)
-            elif flags & _SCOPED_END_F:
-                closed = close(key, _SCOPE_M)
-            else:
-                closed = close(key, _SPECIAL_M)
-            if closed and dropped:
-                dropped.clear()  # every element dropped was inside the one just closed
-            continue
-        if len(attrs) > attrs_check:
-            for found, a in enumerate(_ATTR_RE.finditer(attrs)):
-                if found >= max_attrs:
-                    attrs = attrs[: a.start()]  # what the tree builder will read
-                    edits.append((at, pos, f"<{raw_name}{attrs}>"))
-                    break
-        # foreign content: the current node is SVG or MathML, not an integration point (there
-        # HTML rules apply; MathML's text ones keep mglyph and malignmark foreign)
-        top = kinds[-1] if kinds else _HTML
+        reopens = self.open_formatting > len(self.marks[_FMT_M])
+        if slash:
+            self.end_tag(at, key, flags, lower, reopens)
+            return _NEXT
+        return self.start_tag(at, raw_name, attrs, info, reopens)
+
+    # ---- end tags ----------------------------------------------------------------------------
+
+    def end_tag(self, at: int, key: str, flags: int, lower: str, reopens: bool) -> None:
+        """An end tag: dropped with its start tag, closing foreign content, or by HTML rules."""
+        if self.dropped and self.dropped.get(key):
+            self.dropped[key] -= 1
+            self.edits.append((at, self.pos, ""))
+            return
+        if self.kinds and self.kinds[-1] and not reopens and self.end_in_foreign(lower):
+            return
+        if flags & _FORMATTING_F and self.formatting.get(key):
+            self.formatting[key] -= 1
+            self.open_formatting -= 1
+        if self.close_by_end_tag(key, flags) and self.dropped:
+            self.dropped.clear()  # every element dropped was inside the one just closed
+
+    def end_in_foreign(self, lower: str) -> bool:
+        """An end tag in foreign content: the newest foreign element of that name closes when no
+        HTML element stands above it (True: handled); otherwise the HTML rules apply, after
+        </p> and </br> end foreign content."""
+        where = self.positions.get("^" + lower)
+        if where and where[-1] > self.last(_HTML_M):
+            if self.pop_to(where[-1]) and self.dropped:
+                self.dropped.clear()
+            return True
+        if lower in ("p", "br"):
+            self.end_foreign()
+        return False
+
+    def close_by_end_tag(self, key: str, flags: int) -> bool:
+        """Close what an HTML end tag closes; True when something closed."""
+        if key in ("form", "frameset"):
+            # </form> removes only the form, </frameset> pops only the current node: the
+            # model closes them only when they are the current node
+            return self.close_current(key)
+        if key == "select":
+            # select scope: only option and optgroup elements may stand above it
+            where = self.positions.get("select")
+            at_select = where[-1] if where else -1
+            return (
+                at_select >= 0
+                and all(k == "optgroup" for k in self.keys[at_select + 1 :])
+                and self.pop_to(at_select)
+            )
+        scope = _END_SCOPES.get(key)
+        if scope is None:
+            scope = _SCOPE_M if flags & _SCOPED_END_F else _SPECIAL_M
+        return self.close(key, scope)
+
+    # ---- start tags --------------------------------------------------------------------------
+
+    def start_tag(
+        self,
+        at: int,
+        raw_name: str,
+        attrs: str,
+        info: tuple[str, int, str, tuple[int, ...]],
+        reopens: bool,
+    ) -> int:
+        """A start tag: its attributes bounded, then dropped, or read as text, or opened."""
+        key, flags, lower, _ = info
+        if len(attrs) > self.attrs_check:
+            attrs = self.cap_attributes(at, raw_name, attrs)
+        top = self.kinds[-1] if self.kinds else _HTML
+        breakout, in_html = False, True  # the current node is HTML or an integration point
+        if top in (_SVG, _MATH, _MATH_HTML):
+            breakout, in_html = self.reading(top, key, flags, lower, attrs)
+        positions = self.positions
+        # certain: the tree builder reads this as HTML in body, outside any part that may be
+        # text (only then is a raw text element surely read as text, plaintext surely final)
+        certain = (
+            in_html
+            and not positions.get("select")
+            and not positions.get("frameset")
+            and not (self.fences and self.fenced())
+        )
+        leaf = self.is_leaf(key, flags, attrs, in_html, certain)
+        if not leaf and self.drop_past_bound(at, key, flags, in_html):
+            return _NEXT
+        if breakout:
+            self.end_foreign()
+            if self.kinds and self.kinds[-1] in (_SVG, _MATH):
+                self.unsure += 1  # a fence kept foreign content open the tree builder left
+        if flags & _RAW_F and in_html:
+            step = self.raw_text(key, certain)
+            if step != _GO_ON:
+                return step
+        if in_html:  # an HTML element, whatever foreign content a fence kept open
+            return self.open_html(at, raw_name, attrs, info, (certain, leaf, reopens))
+        if not leaf:
+            self.open_foreign(lower, attrs, top)
+        return _NEXT
+
+    def cap_attributes(self, at: int, raw_name: str, attrs: str) -> str:
+        """The attributes the tree builder will read: past max_html_attributes they are cut
+        (an edit rewrites the tag)."""
+        for found, a in enumerate(_ATTR_RE.finditer(attrs)):
+            if found >= self.max_attrs:
+                attrs = attrs[: a.start()]
+                self.edits.append((at, self.pos, f"<{raw_name}{attrs}>"))
+                break
+        return attrs
+
+    def reading(self, top: int, key: str, flags: int, lower: str, attrs: str) -> tuple[bool, bool]:
+        """(breakout, in_html): whether the start tag ends foreign content, and whether it is
+        read as HTML. Foreign content: the current node is SVG or MathML, not an integration
+        point (there HTML rules apply; MathML's text ones keep mglyph and malignmark foreign)."""
         foreign = top in (_SVG, _MATH)
         if top == _MATH_HTML and lower in ("mglyph", "malignmark"):
             foreign = True
-        if top == _MATH and lower == "svg" and keys[-1] == "^annotation-xml":
+        if top == _MATH and lower == "svg" and self.keys[-1] == "^annotation-xml":
             foreign = False  # <svg> in annotation-xml starts SVG, by the HTML rules
         breakout = foreign and bool(
             flags & _BREAKOUT_F
@@ -494,103 +597,132 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
                 and any(k in ("color", "face", "size") for k, _ in _attr_values(attrs))
             )
         )
-        in_html = not foreign or breakout
-        # certain: the tree builder reads this as HTML in body, outside any part that may be
-        # text (only then is a raw text element surely read as text, plaintext surely final)
-        certain = (
-            in_html
-            and not positions.get("select")
-            and not positions.get("frameset")
-            and not (fences and fenced())
-        )
+        return breakout, not foreign or breakout
+
+    def is_leaf(self, key: str, flags: int, attrs: str, in_html: bool, certain: bool) -> bool:
+        """Whether the element opens nothing the model keeps: void and unmodelled elements,
+        self-closing foreign ones, raw text and plaintext read as text, "<svg/>"."""
         leaf = bool(flags & _UNMODELLED_F) if in_html else _self_closing(attrs)
         if certain and (flags & _RAW_F or key == "plaintext"):
-            leaf = True
+            return True
         if in_html and key in ("svg", "math") and _self_closing(attrs):
-            leaf = True  # "<svg/>" closes at once
-        if not leaf:
-            # dropped whole, before any of its effects: what follows must be read as the tree
-            # builder will read the document without it
-            drop = len(keys) >= max_depth
-            if not drop and flags & _FORMATTING_F and in_html:
-                drop = open_formatting >= _MAX_OPEN_FORMATTING
-            if drop:
-                dropped[key] = dropped.get(key, 0) + 1
-                if edits and edits[-1][0] == at:
-                    edits.pop()  # the attribute edit of a tag now dropped whole
-                edits.append((at, pos, ""))
-                continue
-        if breakout:  # foreign elements close up to an HTML element or an integration point
-            lowest = floor() if fences else 0
-            while len(keys) > lowest and kinds[-1] in (_SVG, _MATH):
-                if not pop_to(len(keys) - 1):
-                    break
-            if kinds and kinds[-1] in (_SVG, _MATH):
-                unsure += 1  # a fence kept foreign content open that the tree builder left
-        if flags & _RAW_F and in_html:
-            if certain:
-                raw_end = _script_end(html, pos) if key == "script" else next_of(key, pos)
-                if raw_end < 0:
-                    break  # text to the end of the document
-                pos = raw_end
-                continue
-            # the tree builder may or may not have the tokenizer read it as text: read it as
-            # markup, but let nothing inside close what was open before it (a script's escapes
-            # can carry it past its first end tag: then to the end of the document)
-            raw_end = next_of(key, pos)
-            if raw_end < 0 or (key == "script" and 0 <= next_of("<!--", pos) < raw_end):
-                raw_end = end
-            fences.append((len(keys), raw_end))
-        if in_html:  # an HTML element, whatever foreign content a fence kept open
-            if key in ("html", "body"):
-                # a repeated <html>/<body> adds its attributes to the first one (checking each
-                # against every attribute already there): bounded like one element's
-                if key in roots and attrs.strip():
-                    merged += sum(1 for _ in _ATTR_RE.finditer(attrs))
-                    if merged > max_attrs:
-                        if edits and edits[-1][0] == at:
-                            edits.pop()
-                        edits.append((at, pos, f"<{raw_name}>"))
-                roots.add(key)
-            if key == "plaintext" and certain:
-                break  # text to the end of the document
-            if leaf:
-                continue
-            if key in ("li", "dd", "dt"):
-                # a new item closes the open one of its kind, unless a special element other
-                # than address, div or p stands between
-                same = ("li",) if key == "li" else ("dd", "dt")
-                target = max((positions[k][-1] for k in same if positions.get(k)), default=-1)
-                if target >= 0 and target >= last(_ITEM_M):
-                    pop_to(target)
-            if key in _CLOSES_P and positions.get("p"):
-                # an open <p> in button scope closes first
-                at_p = positions["p"][-1]
-                if at_p > max(last(_SCOPE_M), last(_BUTTON_M)):
-                    pop_to(at_p)
-            current_key = ""
-            if keys and kinds[-1] == _HTML and not reopens:
-                current_key = keys[-1]
-            if key == "h*" and current_key == "h*":
-                pop_to(len(keys) - 1)  # a heading closes a heading that is the current node
-            elif key in ("option", "optgroup") and current_key == "option":
-                pop_to(len(keys) - 1)  # so does an option an option
-            if key in ("svg", "math"):
-                kind = _SVG if key == "svg" else _MATH
-                push("^" + key, kind, ())  # foreign content begins
-                continue
-            if flags & _FORMATTING_F:
-                formatting[key] = formatting.get(key, 0) + 1
-                open_formatting += 1
-            push(key, 0, html_marks)
-        elif not leaf:
-            kind = _foreign_kind(lower, attrs, top in (_MATH, _MATH_HTML))
-            into = foreign_marks.get((lower, kind))
-            if into is None:
-                into = foreign_marks[(lower, kind)] = _marks_of("^" + lower, kind)
-            push("^" + lower, kind, into)
-    if not edits and not cut:
-        return html, False
+            return True  # "<svg/>" closes at once
+        return leaf
+
+    def drop_past_bound(self, at: int, key: str, flags: int, in_html: bool) -> bool:
+        """Drop the start tag when it would open past the depth bound or past the formatting
+        bound (True): whole, before any of its effects, so what follows is read as the tree
+        builder will read the document without it."""
+        drop = len(self.keys) >= self.max_depth
+        if not drop and flags & _FORMATTING_F and in_html:
+            drop = self.open_formatting >= _MAX_OPEN_FORMATTING
+        if not drop:
+            return False
+        self.dropped[key] = self.dropped.get(key, 0) + 1
+        if self.edits and self.edits[-1][0] == at:
+            self.edits.pop()  # the attribute edit of a tag now dropped whole
+        self.edits.append((at, self.pos, ""))
+        return True
+
+    def raw_text(self, key: str, certain: bool) -> int:
+        """A raw text element read as HTML. Surely read as text: skip to its end tag (_NEXT), or
+        stop when there is none. Perhaps read as text: read it as markup, but let nothing inside
+        close what was open before it (a script's escapes can carry it past its first end tag:
+        then to the end of the document) (_GO_ON)."""
+        if certain:
+            raw_end = (
+                _script_end(self.html, self.pos) if key == "script" else self.next_of(key, self.pos)
+            )
+            if raw_end < 0:
+                return _STOP  # text to the end of the document
+            self.pos = raw_end
+            return _NEXT
+        raw_end = self.next_of(key, self.pos)
+        if raw_end < 0 or (key == "script" and 0 <= self.next_of("<!--", self.pos) < raw_end):
+            raw_end = self.end
+        self.fences.append((len(self.keys), raw_end))
+        return _GO_ON
+
+    def open_html(
+        self,
+        at: int,
+        raw_name: str,
+        attrs: str,
+        info: tuple[str, int, str, tuple[int, ...]],
+        state: tuple[bool, bool, bool],
+    ) -> int:
+        """An HTML start tag: repeated roots merged, plaintext's end, the closes it implies,
+        then the element opened (``state``: certain, leaf, reopens)."""
+        key, flags, _, html_marks = info
+        certain, leaf, reopens = state
+        if key in ("html", "body"):
+            self.merge_root(at, raw_name, key, attrs)
+        if key == "plaintext" and certain:
+            return _STOP  # text to the end of the document
+        if leaf:
+            return _NEXT
+        self.close_implied(key, reopens)
+        if key in ("svg", "math"):
+            self.push("^" + key, _SVG if key == "svg" else _MATH, ())  # foreign content begins
+            return _NEXT
+        if flags & _FORMATTING_F:
+            self.formatting[key] = self.formatting.get(key, 0) + 1
+            self.open_formatting += 1
+        self.push(key, _HTML, html_marks)
+        return _NEXT
+
+    def merge_root(self, at: int, raw_name: str, key: str, attrs: str) -> None:
+        """A repeated <html>/<body> adds its attributes to the first one (checking each against
+        every attribute already there): bounded like one element's."""
+        if key in self.roots and attrs.strip():
+            self.merged += sum(1 for _ in _ATTR_RE.finditer(attrs))
+            if self.merged > self.max_attrs:
+                if self.edits and self.edits[-1][0] == at:
+                    self.edits.pop()
+                self.edits.append((at, self.pos, f"<{raw_name}>"))
+        self.roots.add(key)
+
+    def close_implied(self, key: str, reopens: bool) -> None:
+        """What an HTML start tag closes before it opens: an open item of its kind, an open <p>
+        in button scope, a heading or option that is the current node."""
+        if key in ("li", "dd", "dt"):
+            # a new item closes the open one of its kind, unless a special element other
+            # than address, div or p stands between
+            same = ("li",) if key == "li" else ("dd", "dt")
+            positions = self.positions
+            target = max((positions[k][-1] for k in same if positions.get(k)), default=-1)
+            if target >= 0 and target >= self.last(_ITEM_M):
+                self.pop_to(target)
+        if key in _CLOSES_P and self.positions.get("p"):
+            at_p = self.positions["p"][-1]
+            if at_p > max(self.last(_SCOPE_M), self.last(_BUTTON_M)):
+                self.pop_to(at_p)
+        current_key = ""
+        if self.keys and self.kinds[-1] == _HTML and not reopens:
+            current_key = self.keys[-1]
+        if key == "h*" and current_key == "h*":
+            self.pop_to(len(self.keys) - 1)  # a heading closes a heading that is current
+        elif key in ("option", "optgroup") and current_key == "option":
+            self.pop_to(len(self.keys) - 1)  # so does an option an option
+
+    def open_foreign(self, lower: str, attrs: str, top: int) -> None:
+        """A foreign element: SVG or MathML as its parent, holding HTML or not."""
+        kind = _foreign_kind(lower, attrs, top in (_MATH, _MATH_HTML))
+        into = self.foreign_marks.get((lower, kind))
+        if into is None:
+            into = self.foreign_marks[(lower, kind)] = _marks_of("^" + lower, kind)
+        self.push("^" + lower, kind, into)
+
+    def result(self) -> tuple[str, bool]:
+        """The document with the edits applied, cut at ``end``; True when changed."""
+        if not self.edits and not self.cut:
+            return self.html, False
+        return _apply_edits(self.html, self.edits, self.end), True
+
+
+def _apply_edits(html: str, edits: list[tuple[int, int, str]], end: int) -> str:
+    """``html`` up to ``end`` with each (start, stop, replacement) in ``edits`` (in document
+    order) applied; edits starting at or past ``end`` are left out."""
     pieces: list[str] = []
     last_end = 0
     for start, stop, replacement in edits:
@@ -600,4 +732,11 @@ def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
         pieces.append(replacement)
         last_end = stop
     pieces.append(html[last_end:end])
-    return "".join(pieces), True
+    return "".join(pieces)
+
+
+def _bound_html(html: str, policy: FetchPolicy) -> tuple[str, bool]:
+    """``html`` within ``policy``'s size, depth, node and attribute bounds; True when changed."""
+    bounding = _Bounding(html, policy)
+    bounding.run()
+    return bounding.result()
