@@ -45,11 +45,13 @@ from citeguard.models import (
     ClaimCheck,
     ClaimReport,
     EntailmentLabel,
+    EntailmentScore,
     FailureKind,
     FetchResult,
     Finding,
     Outcome,
     Page,
+    PassageMatch,
     Severity,
     Verdict,
 )
@@ -182,23 +184,19 @@ async def check_validity(
 
     # 4-6. the reports, on the loop when that is quick, else in a thread (a hostile answer
     # can hold 100,000 claims: building their reports takes seconds)
-    roll_up = functools.partial(
-        _roll_up,
-        answer,
-        pairs,
+    ctx = _RollUp(
         fetched=fetched,
         pages=pages,
         policy=policy,
         excluded=excluded,
         carried=carried,
         retrieved=retrieved,
-        findings=findings,
-        url_status=url_status,
         url_claims=url_claims,
         raw_url=raw_url,
         normalized=normalized,
         listed=listed,
     )
+    roll_up = functools.partial(_roll_up, answer, pairs, ctx, findings, url_status)
     # per citation too: 2,000 bare URLs (no claim, no pair) held the event loop for ~100 ms;
     # and per listed reference: 3,000 that no marker cites held it for ~30 ms
     items = len(pairs) + len(answer.claims) + len(answer.citations) + len(listed)
@@ -320,252 +318,364 @@ def _final_url(fetched: Mapping[str, FetchResult], key: str) -> str | None:
 # claims, citations or pairs handled on the event loop at once, at most, when building pairs,
 
 
+@dataclass(frozen=True)
+class _RollUp:
+    """What the roll-up reads: the stage's inputs and the resolution's per-URL tables."""
+
+    fetched: Mapping[str, FetchResult]
+    pages: Mapping[str, Page]
+    policy: Policy
+    excluded: frozenset[str]
+    carried: Mapping[str, CitationReport]
+    retrieved: frozenset[str] | None
+    url_claims: Mapping[str, Mapping[int, None]]
+    raw_url: Mapping[str, str]
+    normalized: set[str]
+    listed: Mapping[str, str]
+
+
+@dataclass
+class _UrlRollUp:
+    """The per-URL roll-up so far: the reports, each failing URL's kind, the URLs the axis
+    rejects."""
+
+    reports: list[CitationReport] = field(default_factory=list)
+    kinds: dict[str, FailureKind] = field(default_factory=dict)
+    offenders: set[str] = field(default_factory=set)
+
+
 def _roll_up(
     answer: Answer,
     pairs: Sequence[_Pair],
-    *,
-    fetched: Mapping[str, FetchResult],
-    pages: Mapping[str, Page],
-    policy: Policy,
-    excluded: frozenset[str],
-    carried: Mapping[str, CitationReport],
-    retrieved: frozenset[str] | None,
+    ctx: _RollUp,
     findings: list[Finding],
     url_status: Mapping[str, tuple[CitationStatus, str]],
-    url_claims: Mapping[str, Mapping[int, None]],
-    raw_url: dict[str, str],
-    normalized: set[str],
-    listed: Mapping[str, str],
 ) -> ValidityOutcome:
     """Claim and citation reports (the ``listed`` references no marker cites among them, cited
-    by no claim) and the validity axis."""
-    # 4. roll up per claim
-    claim_reports: list[ClaimReport] = []
+    by no claim) and the validity axis: per claim (4), per URL (5), the per-claim view of
+    what failed, then the axis."""
     by_claim: dict[int, list[_Pair]] = {}
     by_url: dict[str, list[_Pair]] = {}
     for p in pairs:
         by_claim.setdefault(p.claim.index, []).append(p)
         by_url.setdefault(p.url, []).append(p)
-    failing_pairs: list[_Pair] = []
-    for claim in answer.claims:
-        cps = by_claim.get(claim.index, [])
-        checks = [
-            ClaimCheck(
-                claim_index=claim.index,
-                url=raw_url.get(p.url, p.url),
-                status=p.status,
-                reason=p.reason,
-                quote=p.quote,
-                passage=p.passage,
-                entailment=p.entailment,
-                text_fragment_url=claim_fragment(
-                    _final_url(fetched, p.url) or raw_url.get(p.url, p.url), p.passage, p.entailment
-                ),
-            )
-            for p in cps
-        ]
-        claim_reports.append(claim_report(claim, checks))
-        if not cps:
-            continue
-        supported = any(p.status is CitationStatus.OK for p in cps)
-        for p in cps:
-            if p.status is CitationStatus.OK:
-                continue
-            # one unsupported citation is tolerated when another citation carries the claim
-            if p.status is CitationStatus.NOT_ENTAILED and (
-                supported or not policy.entailment.fail_unsupported
-            ):
-                continue
-            failing_pairs.append(p)
-
+    # 4. roll up per claim
+    claim_reports = [
+        claim_report(claim, _claim_checks(by_claim.get(claim.index, []), ctx))
+        for claim in answer.claims
+    ]
+    failing_pairs = [
+        p
+        for claim in answer.claims
+        for p in _failing_pairs(by_claim.get(claim.index, []), ctx.policy)
+    ]
     # 5. roll up per URL: a URL's own failure excludes it; a failing (claim, URL) pair excludes
     # it only when no claim it backs passes (checks/failures.py)
     pair_fail: dict[str, list[_Pair]] = {}
     for p in failing_pairs:
         pair_fail.setdefault(p.url, []).append(p)
     backed = {p.url for p in pairs if p.status is CitationStatus.OK}
-    kinds: dict[str, FailureKind] = {}
-    reports: list[CitationReport] = []
-    offenders: set[str] = set()
+    urls = _UrlRollUp()
     for key, (st, why) in url_status.items():
-        url_fails = pair_fail.get(key, [])
-        pf = url_fails[0] if url_fails else None
-        kind: FailureKind = "url"
-        if st is CitationStatus.OK and pf is not None:
-            st, why, kind = pf.status, pf.reason, "pair"
-        if st is CitationStatus.OK and retrieved is not None and key not in retrieved:
-            msg = "no recorded search returned this URL (a common sign of a fabricated URL)"
-            if policy.not_retrieved_fails:
-                st, why = CitationStatus.NOT_RETRIEVED, msg
-            else:
-                findings.append(
-                    Finding(
-                        code="not_retrieved",
-                        message=msg,
-                        severity=Severity.WARNING,
-                        axis="validity",
-                        url=raw_url[key],
-                    )
-                )
-        res = fetched.get(key)
-        page = pages.get(key)
-        url_pairs = by_url.get(key, [])
-        shown = next((p for p in url_pairs if p.passage is not None and p.passage.found), None)
-        passage = (pf.passage if pf is not None else None) or (shown.passage if shown else None)
-        unsettled = [p for p in url_pairs if _unsettled(p)] if st is CitationStatus.OK else []
-        ent = (
-            (pf.entailment if pf is not None else None)
-            or (unsettled[0].entailment if unsettled else None)
-            or (shown.entailment if shown else None)
-            or next((p.entailment for p in url_pairs if p.entailment is not None), None)
+        _roll_up_url(
+            key, st, why, pair_fail.get(key, []), by_url.get(key, []), backed, ctx, urls, findings
         )
-        support = _support_of(st, pf, unsettled, url_pairs)
-        findings.extend(_uncertain_finding(p, raw_url[key]) for p in unsettled)
-        frag = None
-        final = res.final_url if res is not None else None
-        if shown is not None and shown.passage is not None and shown.passage.matched_text:
-            frag = text_fragment_url(final or raw_url[key], shown.passage.matched_text)
-        fails = st not in _PASS_STATUSES and (
-            st.outcome is not Outcome.UNVERIFIABLE or policy.unverifiable_fails
-        )
-        report = CitationReport(
-            url=raw_url[key],
-            normalized_url=key if key in normalized else None,
-            final_url=final,
-            domain=_domain(key),
-            status=st,
-            reason=why,
-            http_status=(
-                res.http_status
-                if res is not None
-                else (earlier.http_status if (earlier := carried.get(key)) else None)
-            ),
-            redirects=list(res.redirects) if res is not None else [],
-            claim_indices=list(url_claims.get(key, {})),
-            cited_by_claim=bool(url_claims.get(key)),
-            passage=passage,
-            entailment=ent,
-            support=support,
-            published=page.published if page is not None else None,
-            modified=page.modified if page is not None else None,
-            date_source=page.date_source if page is not None else None,
-            text_fragment_url=frag,
-            title=page.title if page is not None else None,
-            elapsed_ms=res.elapsed_ms if res is not None else 0.0,
-            failure=kind if fails else None,
-            excluded=key in excluded,
-        )
-        reports.append(report)
-        if st in _PASS_STATUSES:
-            continue
-        if fails:
-            kinds[key] = kind
-        if fails and kind == "pair":
-            excluded_here = excludes(kind, key, backed)
-            findings.extend(pair_findings(raw_url[key], url_fails, excluded=excluded_here))
-            if excluded_here:
-                offenders.add(key)
-            continue
-        # a reference-list entry no marker cites is shown to the user: it must resolve too
-        uncited = key in listed
-        findings.append(
-            Finding(
-                code=(
-                    st.value
-                    if not uncited
-                    else "uncited_reference_broken"
-                    if st.outcome is Outcome.BROKEN
-                    else "uncited_reference_unverifiable"
-                ),
-                message=(
-                    f"{raw_url[key]}"
-                    + (" (listed in the references, cited by no claim)" if uncited else "")
-                    + f": {why}"
-                ),
-                severity=Severity.ERROR if fails else Severity.WARNING,
-                axis="validity",
-                url=raw_url[key],
-                details={"outcome": st.outcome.value, "status": st.value}
-                | ({"failure": "url"} if fails else {}),
-            )
-        )
-        if fails:
-            offenders.add(key)
-
     # the per-claim view: which (claim, URL) pairs failed the axis, and whether the URL or the
     # pair failed
     failed = {
-        (p.claim.index, raw_url.get(p.url, p.url)): kinds[p.url]
+        (p.claim.index, ctx.raw_url.get(p.url, p.url)): urls.kinds[p.url]
         for p in failing_pairs
-        if p.url in kinds
+        if p.url in urls.kinds
     }
     claim_reports = mark_failures(mark_gated(claim_reports, failed), failed)
+    axis = _axis(urls, claim_reports, ctx, findings)
+    return ValidityOutcome(
+        axis=axis,
+        citations=urls.reports,
+        claims=claim_reports,
+        offending_urls=frozenset(ctx.raw_url[k] for k in urls.offenders),
+    )
 
-    # the answer's citations (the listed references no marker cites are reported, not counted)
-    counted = [r for r in reports if (r.normalized_url or r.url) not in listed]
+
+def _claim_checks(pairs: Sequence[_Pair], ctx: _RollUp) -> list[ClaimCheck]:
+    """One claim's checks: one per URL it cites, with its link to the passage on the page."""
+    return [
+        ClaimCheck(
+            claim_index=p.claim.index,
+            url=ctx.raw_url.get(p.url, p.url),
+            status=p.status,
+            reason=p.reason,
+            quote=p.quote,
+            passage=p.passage,
+            entailment=p.entailment,
+            text_fragment_url=claim_fragment(
+                _final_url(ctx.fetched, p.url) or ctx.raw_url.get(p.url, p.url),
+                p.passage,
+                p.entailment,
+            ),
+        )
+        for p in pairs
+    ]
+
+
+def _failing_pairs(pairs: Sequence[_Pair], policy: Policy) -> list[_Pair]:
+    """One claim's pairs that fail: any failed pair, except an unsupported one when another
+    citation carries the claim (or the policy lets unsupported claims pass)."""
+    supported = any(p.status is CitationStatus.OK for p in pairs)
+    tolerated = supported or not policy.entailment.fail_unsupported
+    return [
+        p
+        for p in pairs
+        if p.status is not CitationStatus.OK
+        and not (p.status is CitationStatus.NOT_ENTAILED and tolerated)
+    ]
+
+
+def _roll_up_url(
+    key: str,
+    status: CitationStatus,
+    reason: str,
+    url_fails: Sequence[_Pair],
+    url_pairs: Sequence[_Pair],
+    backed: set[str],
+    ctx: _RollUp,
+    out: _UrlRollUp,
+    findings: list[Finding],
+) -> None:
+    """One distinct URL: its status (its own, else its first failing pair's, else not
+    retrieved), its report, and the findings and exclusion its failure brings."""
+    pf = url_fails[0] if url_fails else None
+    st, why, kind = _url_status(status, reason, pf)
+    st, why, warning = _retrieval(key, st, why, ctx)
+    if warning is not None:
+        findings.append(warning)
+    unsettled = [p for p in url_pairs if _unsettled(p)] if st is CitationStatus.OK else []
+    findings.extend(_uncertain_finding(p, ctx.raw_url[key]) for p in unsettled)
+    fails = _fails(st, ctx.policy)
+    out.reports.append(
+        _citation_report(key, st, why, kind if fails else None, pf, unsettled, url_pairs, ctx)
+    )
+    if st in _PASS_STATUSES:
+        return
+    if fails:
+        out.kinds[key] = kind
+    if fails and kind == "pair":
+        excluded_here = excludes(kind, key, backed)
+        findings.extend(pair_findings(ctx.raw_url[key], url_fails, excluded=excluded_here))
+    else:
+        excluded_here = fails
+        findings.append(_status_finding(ctx.raw_url[key], st, why, fails, key in ctx.listed))
+    if excluded_here:
+        out.offenders.add(key)
+
+
+def _url_status(
+    status: CitationStatus, reason: str, failing: _Pair | None
+) -> tuple[CitationStatus, str, FailureKind]:
+    """A URL that resolved takes its first failing pair's status ("pair"); otherwise its own
+    ("url")."""
+    if status is CitationStatus.OK and failing is not None:
+        return failing.status, failing.reason, "pair"
+    return status, reason, "url"
+
+
+_NOT_RETRIEVED = "no recorded search returned this URL (a common sign of a fabricated URL)"
+
+
+def _retrieval(
+    key: str, status: CitationStatus, reason: str, ctx: _RollUp
+) -> tuple[CitationStatus, str, Finding | None]:
+    """A passing URL no recorded search returned: ``NOT_RETRIEVED`` when the policy fails it,
+    else it passes with a ``not_retrieved`` warning. Anything else is unchanged."""
+    if status is not CitationStatus.OK or ctx.retrieved is None or key in ctx.retrieved:
+        return status, reason, None
+    if ctx.policy.not_retrieved_fails:
+        return CitationStatus.NOT_RETRIEVED, _NOT_RETRIEVED, None
+    warning = Finding(
+        code="not_retrieved",
+        message=_NOT_RETRIEVED,
+        severity=Severity.WARNING,
+        axis="validity",
+        url=ctx.raw_url[key],
+    )
+    return status, reason, warning
+
+
+def _fails(status: CitationStatus, policy: Policy) -> bool:
+    """Whether a URL's status fails the axis: any failure, an unverifiable one only when the
+    policy says so."""
+    return status not in _PASS_STATUSES and (
+        status.outcome is not Outcome.UNVERIFIABLE or policy.unverifiable_fails
+    )
+
+
+def _shown(
+    failing: _Pair | None, unsettled: Sequence[_Pair], pairs: Sequence[_Pair]
+) -> tuple[PassageMatch | None, EntailmentScore | None, PassageMatch | None]:
+    """What a URL's report shows: the passage (the failing pair's, else the first found), the
+    score (the failing pair's, else an unsettled one's, else the shown passage's pair's, else
+    any), and the found passage its text fragment links to."""
+    shown = next((p for p in pairs if p.passage is not None and p.passage.found), None)
+    found = shown.passage if shown is not None else None
+    passage = (failing.passage if failing is not None else None) or found
+    ent = (
+        (failing.entailment if failing is not None else None)
+        or (unsettled[0].entailment if unsettled else None)
+        or (shown.entailment if shown is not None else None)
+        or next((p.entailment for p in pairs if p.entailment is not None), None)
+    )
+    return passage, ent, found
+
+
+def _citation_report(
+    key: str,
+    st: CitationStatus,
+    why: str,
+    failure: FailureKind | None,
+    failing: _Pair | None,
+    unsettled: Sequence[_Pair],
+    pairs: Sequence[_Pair],
+    ctx: _RollUp,
+) -> CitationReport:
+    """One distinct URL's report."""
+    res = ctx.fetched.get(key)
+    page = ctx.pages.get(key)
+    raw = ctx.raw_url[key]
+    passage, ent, found = _shown(failing, unsettled, pairs)
+    final = res.final_url if res is not None else None
+    frag = None
+    if found is not None and found.matched_text:
+        frag = text_fragment_url(final or raw, found.matched_text)
+    earlier = ctx.carried.get(key)
+    claims = ctx.url_claims.get(key, {})
+    return CitationReport(
+        url=raw,
+        normalized_url=key if key in ctx.normalized else None,
+        final_url=final,
+        domain=_domain(key),
+        status=st,
+        reason=why,
+        http_status=(
+            res.http_status if res is not None else (earlier.http_status if earlier else None)
+        ),
+        redirects=list(res.redirects) if res is not None else [],
+        claim_indices=list(claims),
+        cited_by_claim=bool(claims),
+        passage=passage,
+        entailment=ent,
+        support=_support_of(st, failing, unsettled, pairs),
+        published=page.published if page is not None else None,
+        modified=page.modified if page is not None else None,
+        date_source=page.date_source if page is not None else None,
+        text_fragment_url=frag,
+        title=page.title if page is not None else None,
+        elapsed_ms=res.elapsed_ms if res is not None else 0.0,
+        failure=failure,
+        excluded=key in ctx.excluded,
+    )
+
+
+def _status_code(status: CitationStatus, uncited: bool) -> str:
+    """A failing URL's finding code: its status; a reference no marker cites, broken or
+    unverifiable."""
+    if not uncited:
+        return status.value
+    if status.outcome is Outcome.BROKEN:
+        return "uncited_reference_broken"
+    return "uncited_reference_unverifiable"
+
+
+def _status_finding(
+    url: str, status: CitationStatus, reason: str, fails: bool, uncited: bool
+) -> Finding:
+    """A URL's own failure (an error when it fails the axis, else a warning); a reference-list
+    entry no marker cites is shown to the user, so it must resolve too."""
+    where = " (listed in the references, cited by no claim)" if uncited else ""
+    return Finding(
+        code=_status_code(status, uncited),
+        message=f"{url}{where}: {reason}",
+        severity=Severity.ERROR if fails else Severity.WARNING,
+        axis="validity",
+        url=url,
+        details={"outcome": status.outcome.value, "status": status.value}
+        | ({"failure": "url"} if fails else {}),
+    )
+
+
+def _share_finding(supported_share: float | None, policy: Policy) -> Finding | None:
+    """``low_supported_share`` when fewer cited claims are supported than the policy asks."""
+    floor = policy.entailment.min_supported_share
+    if supported_share is None or floor <= 0 or supported_share >= floor:
+        return None
+    return Finding(
+        code="low_supported_share",
+        message=(
+            f"only {supported_share:.0%} of cited claims are supported; the policy asks "
+            f"for {floor:.0%}"
+        ),
+        axis="validity",
+    )
+
+
+def _count_finding(n: int, listed: int, policy: Policy) -> Finding | None:
+    """``no_citations`` (a warning, unless the policy asks for citations) or
+    ``too_few_citations`` (an error); None when the answer cites enough."""
+    too_few = n < policy.min_citations
+    if n > 0 and not too_few:
+        return None
+    if n == 0:
+        message = "the answer cites no sources" + (
+            f"; the {listed} it lists are cited by no claim" if listed else ""
+        )
+    else:
+        message = (
+            f"the answer cites {n} source(s); the policy asks for at least {policy.min_citations}"
+        )
+    return Finding(
+        code="no_citations" if n == 0 else "too_few_citations",
+        message=message,
+        severity=Severity.ERROR if too_few else Severity.WARNING,
+        axis="validity",
+    )
+
+
+def _claim_support(claims: Sequence[ClaimReport]) -> tuple[int, float | None, float | None]:
+    """The cited claims (those with a support verdict): how many, the share supported, and
+    their mean support score (None when there are none)."""
+    cited = [c for c in claims if c.supported is not None]
+    share = sum(1 for c in cited if c.supported) / len(cited) if cited else None
+    supports = [c.support for c in cited if c.support is not None]
+    return len(cited), share, (sum(supports) / len(supports) if supports else None)
+
+
+def _axis(
+    urls: _UrlRollUp, claims: Sequence[ClaimReport], ctx: _RollUp, findings: list[Finding]
+) -> AxisResult:
+    """The axis over the answer's citations (the listed references no marker cites are
+    reported, not counted): it fails on a rejected URL, too low a supported share, or an
+    error finding (a marker citing no reference, a bad URL, no sources)."""
+    counted = [r for r in urls.reports if (r.normalized_url or r.url) not in ctx.listed]
     n = len(counted)
     ok = sum(1 for r in counted if r.status in _PASS_STATUSES)
-    cited_claims = [c for c in claim_reports if c.supported is not None]
-    supported_share = (
-        sum(1 for c in cited_claims if c.supported) / len(cited_claims) if cited_claims else None
-    )
-    supports = [c.support for c in cited_claims if c.support is not None]
-    mean_support = sum(supports) / len(supports) if supports else None
-    share_ok = True
-    if (
-        supported_share is not None
-        and policy.entailment.min_supported_share > 0
-        and supported_share < policy.entailment.min_supported_share
-    ):
-        share_ok = False
-        findings.append(
-            Finding(
-                code="low_supported_share",
-                message=(
-                    f"only {supported_share:.0%} of cited claims are supported; the policy asks "
-                    f"for {policy.entailment.min_supported_share:.0%}"
-                ),
-                axis="validity",
-            )
-        )
-    too_few = n < policy.min_citations
-    if n == 0 or too_few:
-        findings.append(
-            Finding(
-                code="no_citations" if n == 0 else "too_few_citations",
-                message=(
-                    "the answer cites no sources"
-                    + (f"; the {len(listed)} it lists are cited by no claim" if listed else "")
-                    if n == 0
-                    else f"the answer cites {n} source(s); the policy asks for at least "
-                    f"{policy.min_citations}"
-                ),
-                severity=Severity.ERROR if too_few else Severity.WARNING,
-                axis="validity",
-            )
-        )
-    # an error finding fails its axis (a marker citing no reference, a bad URL, no sources)
+    cited, supported_share, mean_support = _claim_support(claims)
+    low_share = _share_finding(supported_share, ctx.policy)
+    few = _count_finding(n, len(ctx.listed), ctx.policy)
+    findings.extend(f for f in (low_share, few) if f is not None)
     errors = any(f.severity is Severity.ERROR and f.axis in (None, "validity") for f in findings)
-    axis = AxisResult(
+    return AxisResult(
         name="validity",
-        passed=not offenders and share_ok and not errors,
+        passed=not urls.offenders and low_share is None and not errors,
         score=(ok / n) if n else None,
-        evaluated=n > 0 or too_few,
+        evaluated=n > 0 or n < ctx.policy.min_citations,
         findings=findings,
-        offending_urls=sorted(raw_url[k] for k in offenders),
+        offending_urls=sorted(ctx.raw_url[k] for k in urls.offenders),
         details={
             "citations": n,
             "resolving": ok,
-            "claims_cited": len(cited_claims),
+            "claims_cited": cited,
             "supported_share": supported_share,
             "mean_support": mean_support,
         },
-    )
-    return ValidityOutcome(
-        axis=axis,
-        citations=reports,
-        claims=claim_reports,
-        offending_urls=frozenset(raw_url[k] for k in offenders),
     )
 
 
