@@ -15,7 +15,7 @@ products). On a shared machine the host's scheduler alone produces multi-millise
 baselines show how much of the lag is the host's rather than the GIL's.
 
 ``--tune`` refits LocalWeights and the word-overlap threshold on the tune half and prints them
-(paste them into citeguard/checks/entail.py); the scores reported are then those of the refit.
+(paste them into citeguard/checks/entail/local.py); the scores reported are then those of the refit.
 ``--quick`` uses a fixed 160-row sample and finishes in well under a minute.
 
 Data: /work/shared/data/claims/attributionbench_dev.jsonl (see that folder's README for sources

@@ -107,7 +107,7 @@ def long_pages(seed: int, n_pages: int = N_PAGES) -> PageSet:
 
 async def guard_long(cfg: Config, ctx: Context) -> dict[str, Any]:
     """``guard_latency`` on the long-page web (see the module doc)."""
-    from benchmarks.scenarios import guard_latency
+    from benchmarks.scenarios.guard import guard_latency
 
     web = LoopbackWeb(cfg.seed, pages=cfg.pick("long", "long", "long:8"))
     # the suite's entailer (the model loads once per run), on a web of long pages

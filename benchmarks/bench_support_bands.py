@@ -492,7 +492,7 @@ async def guard_claims(backend: str = "auto") -> dict[str, Any]:
 async def guard_quotes_and_injected(n_pages: int | None) -> dict[str, Any]:
     """(b) and (c) on the shared passages' pages."""
     from benchmarks import bench_quotes as bq
-    from benchmarks.scenarios import NOW, QUESTION
+    from benchmarks.context import NOW, QUESTION
     from citeguard import Guard
 
     pages = bq.load_quote_pages(n_pages, 0)
