@@ -71,6 +71,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from benchmarks import train_support as ts
+from benchmarks.longdata import CLAIM_MARKERS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -327,7 +328,7 @@ async def band_report() -> dict[str, Any]:
 # The whole guard
 # --------------------------------------------------------------------------------------------
 
-_MARKERS = re.compile(r"\s*(?:\[\d+\])+|</s>")
+_MARKERS = CLAIM_MARKERS
 
 
 @dataclass(frozen=True)

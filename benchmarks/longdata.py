@@ -131,10 +131,12 @@ def _paragraphs(evidence: str) -> list[tuple[str, str]]:
     return [("p", p.strip()) for p in re.split(r"\n+", evidence) if p.strip()]
 
 
-def _clean_claim(claim: str) -> str:
-    from benchmarks.bench_support_bands import _MARKERS
+#: AttributionBench's citation markers and separators in a claim (bench_support_bands too)
+CLAIM_MARKERS = re.compile(r"\s*(?:\[\d+\])+|</s>")
 
-    return _MARKERS.sub("", claim).strip()
+
+def _clean_claim(claim: str) -> str:
+    return CLAIM_MARKERS.sub("", claim).strip()
 
 
 def wice_page(evidence: str) -> PageSpec:

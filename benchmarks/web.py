@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import random
 import socket
@@ -48,18 +47,19 @@ from pathlib import Path
 from typing import Literal
 
 from benchmarks.bench_fetch import _FarmProtocol, host_ip
+from benchmarks.long_pages import N_PAGES, long_pages
+from benchmarks.page_set import DATA as DATA  # re-exported: the scenarios read it here
+from benchmarks.page_set import PASSAGES as PASSAGES
+from benchmarks.page_set import PageSet, passage_pages
 from citeguard.web.fetch import StaticResolver
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-PASSAGES = DATA / "passages"
 
 HostKind = Literal["fixed", "lognormal", "timeout"]
 UrlKind = Literal["ok", "redirect", "missing"]
 
 NEVER_S = 3600.0  # the timeout host "answers" after an hour: the client gives up long before
 MAX_DELAY_MS = 2000.0  # the slow tail is capped so one URL cannot dominate a whole run
-GENERATED_PAGES = 60
 
 
 @dataclass(frozen=True)
@@ -132,107 +132,13 @@ def delay_ms(seed: int, host: HostProfile, path: str) -> float | None:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PageSet:
-    """The page bodies the web serves and, per page, quotes known to be on it."""
-
-    names: tuple[str, ...]
-    quotes: tuple[tuple[str, ...], ...]
-    generated: bool
-    bodies: tuple[bytes, ...] = ()  # built in memory (``load_pages(kind="long")``)
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-    def body(self, i: int, seed: int) -> bytes:
-        """The HTML bytes of page ``i`` (read from shared/data, built, or generated)."""
-        if self.bodies:
-            return self.bodies[i]
-        if self.generated:
-            return _generated_page(seed, i)[0]
-        return (PASSAGES / self.names[i]).read_bytes()
-
-
 def load_pages(seed: int, kind: str = "passages") -> PageSet:
-    """Pages of ``shared/data/passages`` with at least one usable exact quote, else generated.
-    ``kind="long"`` (or ``"long:N"``, N of them): pages of 50-150 kB built from them
-    (``bench_guard_long.long_pages``)."""
+    """Pages of ``shared/data/passages`` with at least one usable exact quote, else generated
+    (:func:`benchmarks.page_set.passage_pages`). ``kind="long"`` (or ``"long:N"``, N of them):
+    pages of 50-150 kB built from them (:func:`benchmarks.long_pages.long_pages`)."""
     if kind == "long" or kind.startswith("long:"):
-        from benchmarks.bench_guard_long import N_PAGES, long_pages
-
         return long_pages(seed, int(kind[5:]) if kind != "long" else N_PAGES)
-    index = PASSAGES / "passages.jsonl"
-    if index.is_file():
-        by_file: dict[str, list[str]] = {}
-        for line in index.read_text(encoding="utf-8").splitlines():
-            if not line:
-                continue
-            row = json.loads(line)
-            quote = row["quote"]
-            # quotes go inside "…" and next to [n] markers in the answers built from them
-            if row["kind"] != "exact" or any(c in quote for c in '"[]'):
-                continue
-            by_file.setdefault(row["file"], []).append(quote)
-        names = tuple(sorted(f for f in by_file if (PASSAGES / f).is_file()))
-        if names:
-            return PageSet(names, tuple(tuple(by_file[n]) for n in names), generated=False)
-    pages = [_generated_page(seed, i) for i in range(GENERATED_PAGES)]
-    return PageSet(
-        tuple(f"generated-{i}" for i in range(GENERATED_PAGES)),
-        tuple(q for _, q in pages),
-        generated=True,
-    )
-
-
-_WORDS = (
-    "river",
-    "council",
-    "harbour",
-    "budget",
-    "station",
-    "library",
-    "report",
-    "market",
-    "season",
-    "engineer",
-    "museum",
-    "festival",
-    "railway",
-    "province",
-    "archive",
-    "garden",
-    "bridge",
-    "orchestra",
-    "school",
-    "hospital",
-    "factory",
-    "village",
-    "summit",
-    "journal",
-    "minister",
-    "research",
-    "coast",
-    "valley",
-    "theatre",
-    "election",
-    "vineyard",
-)
-
-
-def _generated_page(seed: int, i: int) -> tuple[bytes, tuple[str, ...]]:
-    rng = random.Random(f"{seed}|page|{i}")
-    sentences = []
-    for _ in range(rng.randint(40, 120)):
-        words = [rng.choice(_WORDS) for _ in range(rng.randint(8, 18))]
-        sentences.append(" ".join(words).capitalize() + ".")
-    paras = ["<p>" + " ".join(sentences[k : k + 4]) + "</p>" for k in range(0, len(sentences), 4)]
-    html = (
-        f"<html><head><title>Generated page {i}</title></head><body><article>"
-        + "\n".join(paras)
-        + "</article></body></html>"
-    )
-    quotes = tuple(s.rstrip(".") for s in rng.sample(sentences, 3))
-    return html.encode(), quotes
+    return passage_pages(seed)
 
 
 # --------------------------------------------------------------------------------------------
