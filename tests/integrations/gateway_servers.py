@@ -65,6 +65,8 @@ def answers(site: str) -> dict[str, str]:
             f'The Eiffel Tower "stands 450 metres tall" {link("/tower")}. '
             f'It is "made of wrought iron" {link("/tower")}.'
         ),
+        # the misquote alone: nothing on the page mends it and no other claim stands
+        "misquoted_alone": f'The Eiffel Tower "stands 450 metres tall" {link("/tower")}.',
         # no quote: the page's words paraphrased (uncertain to word overlap: a judge decides)
         "paraphrased": (
             "In Paris, the tower on the Champ de Mars rises to a height of 330 metres "

@@ -35,7 +35,7 @@ from tests.integrations.gateway_servers import (
 openai = pytest.importorskip("openai")
 
 CLASS = "citeguard.integrations.litellm.CiteguardGuardrail"
-MODELS = ["good", "dead", "dead_second", "misquoted", "annotated"]
+MODELS = ["good", "dead", "dead_second", "misquoted", "misquoted_alone", "annotated"]
 pytestmark = pytest.mark.timeout(600)
 
 
@@ -219,8 +219,23 @@ def test_repair_re_points_a_dead_citation_at_a_page_that_supports_it(
 
 def test_a_misquote_repair_cannot_mend_is_still_blocked(client: Any) -> None:
     with pytest.raises(openai.BadRequestError) as info:
-        _ask(client, "misquoted", ["citeguard-repair"])
+        _ask(client, "misquoted_alone", ["citeguard-repair"])
     assert "repair could not fix it" in str(info.value)
+
+
+def test_repair_drops_a_misquoted_claim_and_keeps_the_page_its_neighbour_stands_on(
+    client: Any, servers: Servers
+) -> None:
+    """A misquote is one claim's failure, not the page's (issue 43, a neighbour's failure):
+    repair drops that claim and keeps the claim the same page supports."""
+    completion, _ = _ask(client, "misquoted", ["citeguard-repair"])
+    content = completion.choices[0].message.content
+    assert "450" not in content and content.startswith('It is "made of wrought iron"')
+    assert f"{servers.site}/tower" in content
+    verdict = completion.model_extra["citeguard"]
+    assert verdict["verdict"] == "repaired" and verdict["action"] == "repair"
+    assert verdict["offending_urls"] == []
+    assert [c["status"] for c in verdict["citations"]] == ["passage_altered"]
 
 
 def test_annotate_lets_a_failing_answer_through_with_its_verdict(
