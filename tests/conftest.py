@@ -24,14 +24,14 @@ import mimetypes
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from citeguard.models import CitationReport, CitationStatus
+from citeguard.models import CitationReport, CitationStatus, EntailmentLabel, EntailmentScore
 from citeguard.policy import FetchPolicy
 from citeguard.web.fetch import StaticResolver
 
@@ -246,3 +246,24 @@ def resolving_report(url: str = "https://a.example/x", **fields: object) -> Cita
     }
     data.update(fields)
     return CitationReport.model_validate(data)
+
+
+class RecordingEntailer:
+    """An entailer that gives every pair one label and remembers what it was asked."""
+
+    name = "recorder"
+
+    def __init__(
+        self, label: EntailmentLabel = "uncertain", score: float = 0.5, reason: str = "?"
+    ) -> None:
+        self.asked: list[tuple[str, str]] = []
+        self._label, self._score, self._reason = label, score, reason
+
+    async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
+        self.asked.extend(pairs)
+        return [
+            EntailmentScore(
+                label=self._label, score=self._score, backend=self.name, reason=self._reason
+            )
+            for _ in pairs
+        ]

@@ -3,13 +3,12 @@ quote that drops the page's negation is its own status. Guard runs use a real ai
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
-from conftest import Farm
+from conftest import Farm, RecordingEntailer
 
-from citeguard import CitationStatus, EntailmentScore, FetchPolicy, Guard, Policy
+from citeguard import CitationStatus, FetchPolicy, Guard, Policy
 from citeguard.checks.quoted import dropped_qualifier, residual_claim, sentence_around, words_in
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -22,32 +21,16 @@ PAGE = """<html><head><title>Planner rewrite lands</title></head><body><article>
 </article></body></html>"""
 
 
-class Recorder:
-    """An entailer that says ``unsupported`` to everything and remembers what it was asked."""
-
-    name = "recorder"
-
-    def __init__(self) -> None:
-        self.asked: list[tuple[str, str]] = []
-
-    async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
-        self.asked.extend(pairs)
-        return [
-            EntailmentScore(label="unsupported", score=0.1, backend=self.name, reason="no")
-            for _ in pairs
-        ]
-
-
-def _guard(farm: Farm, entailer: Recorder) -> Guard:
+def _guard(farm: Farm, entailer: RecordingEntailer) -> Guard:
     fetch = FetchPolicy(
         allow_private_addresses=True, url_timeout=3.0, answer_deadline=5.0, retries=0
     )
     return Guard(Policy(fetch=fetch), resolver=farm.resolver, entailer=entailer, now=lambda: NOW)
 
 
-async def _status(farm: Farm, claim: str) -> tuple[CitationStatus, str, Recorder]:
+async def _status(farm: Farm, claim: str) -> tuple[CitationStatus, str, RecordingEntailer]:
     url = farm.add("news.example.com", "/planner", body=PAGE)
-    recorder = Recorder()
+    recorder = RecordingEntailer("unsupported", 0.1, "no")
     async with _guard(farm, recorder) as guard:
         verdict = await guard.check(f"{claim}\n\n[1] {url}\n", question="What did they say?")
     (report,) = verdict.citations
@@ -145,7 +128,7 @@ async def test_an_unquoted_copy_that_drops_the_pages_negation_is_out_of_context(
         "arthritis in later life.</p></article></body></html>"
     )
     url = farm.add("health.example.org", "/knuckles", body=page)
-    recorder = Recorder()
+    recorder = RecordingEntailer("unsupported", 0.1, "no")
     async with _guard(farm, recorder) as guard:
         verdict = await guard.check(
             f"Cracking your knuckles causes arthritis in later life [1].\n\n[1] {url}\n",

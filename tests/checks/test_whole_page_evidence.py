@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from conftest import Farm
+from conftest import Farm, RecordingEntailer
 from linear_time import assert_linear
 
 from citeguard import EntailmentPolicy, EntailmentScore, FetchPolicy, Guard, Policy
@@ -40,22 +40,6 @@ LONG_PAGE = (
 CLAIM = "The harbour authority opened the new container terminal in 2019."
 
 
-class Recorder:
-    """An entailer that says uncertain and remembers what it was asked."""
-
-    name = "recorder"
-
-    def __init__(self) -> None:
-        self.asked: list[tuple[str, str]] = []
-
-    async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
-        self.asked.extend(pairs)
-        return [
-            EntailmentScore(label="uncertain", score=0.5, backend=self.name, reason="?")
-            for _ in pairs
-        ]
-
-
 def _policy(**entailment: object) -> Policy:
     fetch = FetchPolicy(allow_private_addresses=True, url_timeout=5.0, retries=0)
     return Policy(fetch=fetch, entailment=EntailmentPolicy(on_uncertain="warn", **entailment))
@@ -63,7 +47,7 @@ def _policy(**entailment: object) -> Policy:
 
 async def test_a_fact_whose_parts_stand_far_apart_is_judged_on_all_of_them(farm: Farm) -> None:
     url = farm.add("port.example.com", "/terminal", body=LONG_PAGE)
-    recorder = Recorder()
+    recorder = RecordingEntailer("uncertain", 0.5, "?")
     async with Guard(_policy(), resolver=farm.resolver, entailer=recorder, now=lambda: NOW) as g:
         verdict = await g.check(f"{CLAIM} [1]\n\n[1] {url}\n")
     ((claim, evidence),) = recorder.asked
@@ -212,7 +196,7 @@ TITLED = (
 
 async def test_a_claim_quoting_the_pages_title_is_not_a_missing_passage(farm: Farm) -> None:
     url = farm.add("port.example.org", "/report", body=TITLED)
-    recorder = Recorder()
+    recorder = RecordingEntailer("uncertain", 0.5, "?")
     titled = "The “Annual Traffic Report of the Northern Port” says container traffic rose 12%"
     made_up = "The report says “container traffic fell sharply in every quarter”"
     async with Guard(_policy(), resolver=farm.resolver, entailer=recorder, now=lambda: NOW) as g:
