@@ -328,8 +328,6 @@ async def band_report() -> dict[str, Any]:
 # The whole guard
 # --------------------------------------------------------------------------------------------
 
-_MARKERS = CLAIM_MARKERS
-
 
 @dataclass(frozen=True)
 class ClaimPage:
@@ -365,7 +363,7 @@ def claim_pages(rows: Sequence[dict[str, Any]]) -> list[ClaimPage]:
             f"<body><article>"
             f"<h1>{title}</h1>{paras}</article></body></html>"
         ).encode()
-        claim = _MARKERS.sub("", r["claim"]).strip()
+        claim = CLAIM_MARKERS.sub("", r["claim"]).strip()
         out.append(ClaimPage(r, served, body, f"{claim} [1]\n\nSources:\n[1] {served}\n"))
     return out
 

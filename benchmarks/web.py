@@ -49,7 +49,6 @@ from typing import Literal
 from benchmarks.bench_fetch import _FarmProtocol, host_ip
 from benchmarks.long_pages import N_PAGES, long_pages
 from benchmarks.page_set import DATA as DATA  # re-exported: the scenarios read it here
-from benchmarks.page_set import PASSAGES as PASSAGES
 from benchmarks.page_set import PageSet, passage_pages
 from citeguard.web.fetch import StaticResolver
 
