@@ -10,7 +10,11 @@ provider's ``url_citation`` annotations never reach this API, so citations the t
 write out as links are not checked (use the LiteLLM class, :mod:`citeguard.integrations.litellm`,
 for those). ``on_fail`` (``block``, ``repair``, ``annotate``) comes from
 ``additional_provider_specific_params.on_fail``, else the app's ``gateway_on_fail``, else
-``block``; ``annotate`` answers ``NONE`` with the verdict under ``citeguard``.
+``block``; ``annotate`` answers ``NONE`` with the verdict under ``citeguard``. docs/gateways.md
+runs the guardrail from a LiteLLM policy pipeline step (``on_fail: modify_response``): LiteLLM
+then ends a ``BLOCKED`` answer with ``finish_reason: "content_filter"`` and delivers a stream's
+``GUARDRAIL_INTERVENED`` text; run alone, it logs each blocked stream with a traceback and
+drops a stream's rewrite, whatever this endpoint answers.
 
 **Portkey** (a webhook guardrail check, URL ``http://citeguard:8000/v1/portkey/webhook``):
 Portkey POSTs its hook context ``{request: {json, text, isStreamingRequest}, response: {json,

@@ -459,10 +459,15 @@ class LiteLLMProxy:
 
 
 def write_config(
-    path: Path, *, upstream: str, guardrails: list[dict[str, Any]], models: list[str]
+    path: Path,
+    *,
+    upstream: str,
+    guardrails: list[dict[str, Any]],
+    models: list[str],
+    extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """A LiteLLM ``config.yaml`` (as JSON, which YAML reads) routing ``models`` to the
-    upstream."""
+    upstream; ``extra``: more top-level sections (``policies``, ``policy_attachments``)."""
     config = {
         "model_list": [
             {
@@ -477,6 +482,7 @@ def write_config(
         ],
         "guardrails": guardrails,
         "litellm_settings": {"drop_params": True},
+        **(extra or {}),
     }
     path.write_text(json.dumps(config, indent=2))
     return path

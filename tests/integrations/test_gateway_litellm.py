@@ -5,7 +5,8 @@ misquoted pages on another loopback server; the ``openai`` SDK is the client.
 Two paths: the guardrail class (``guardrail: citeguard.integrations.litellm.CiteguardGuardrail``)
 and LiteLLM's generic guardrail API (``guardrail: generic_guardrail_api``) pointed at
 citeguard's gateway endpoints under uvicorn, plus generic guardrails that cannot reach citeguard
-(LiteLLM's ``unreachable_fallback``). The proxy runs from ``.venv-litellm`` (scripts/test builds
+(LiteLLM's ``unreachable_fallback``), alone or run by the policy pipeline docs/gateways.md gives
+(attached by a request tag here). The proxy runs from ``.venv-litellm`` (scripts/test builds
 it); without it these tests skip, and in CI (``CI=true``) they fail.
 """
 
@@ -15,6 +16,7 @@ import json
 import signal
 import socket
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,41 @@ def _generic(name: str, api_base: str, **params: Any) -> dict[str, Any]:
     }
 
 
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "gateways.md"
+
+
+def _documented_config(section: str) -> dict[str, Any]:
+    """The first ``config.yaml`` of docs/gateways.md's section ``## LiteLLM: <section>``."""
+    text = DOCS.read_text().split(f"## LiteLLM: {section}\n", 1)[1]
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    config: dict[str, Any] = yaml.safe_load(block)
+    return config
+
+
+GENERIC_DOCS = "the generic guardrail API"
+POLICY_TAG = "citeguard-policy"  # the tag that attaches the documented policy here
+
+
+def _documented_policies(guardrails: list[str]) -> dict[str, Any]:
+    """The policy docs/gateways.md puts around the generic guardrail, for each of
+    ``guardrails``, each attached by its own request tag (``POLICY_TAG:<name>``) instead of
+    to every request, so the other tests of this proxy run without it."""
+    documented = _documented_config(GENERIC_DOCS)
+    ((name, policy),) = documented["policies"].items()
+    step = policy["pipeline"]["steps"][0]
+    assert step["guardrail"] == name and policy["guardrails"]["add"] == [name]
+    return {
+        "policies": {
+            g: {
+                "guardrails": {"add": [g]},
+                "pipeline": {**policy["pipeline"], "steps": [{**step, "guardrail": g}]},
+            }
+            for g in guardrails
+        },
+        "policy_attachments": [{"policy": g, "tags": [f"{POLICY_TAG}:{g}"]} for g in guardrails],
+    }
+
+
 @pytest.fixture(scope="module")
 def servers() -> Iterator[Servers]:
     with Servers() as s:
@@ -115,7 +152,14 @@ def proxy(
             ),
             _generic("down-open", down, unreachable_fallback="fail_open"),
             _generic("down-closed", down, unreachable_fallback="fail_closed"),
+            _generic(
+                "citeguard-api-policy-repair",
+                serve_url,
+                additional_provider_specific_params={"on_fail": "repair"},
+            ),
+            _generic("down-closed-policy", down, unreachable_fallback="fail_closed"),
         ],
+        extra=_documented_policies(["citeguard-api-policy-repair", "down-closed-policy"]),
     )
     with LiteLLMProxy(python, config) as p:
         yield p
@@ -136,13 +180,16 @@ def _ask(client: Any, model: str, guardrails: list[str]) -> tuple[Any, Any]:
     return raw.parse(), raw
 
 
-def _stream(client: Any, model: str, guardrails: list[str]) -> tuple[str, list[Any]]:
-    """The streamed text and the chunks (raises what the stream raises)."""
+def _stream(
+    client: Any, model: str, guardrails: list[str], tags: list[str] | None = None
+) -> tuple[str, list[Any]]:
+    """The streamed text and the chunks (raises what the stream raises); ``tags``: the
+    request's tags (what attaches a policy)."""
     chunks = list(
         client.chat.completions.create(
             model=model,
             messages=[{"role": "user", "content": QUESTION}],
-            extra_body={"guardrails": guardrails},
+            extra_body={"guardrails": guardrails, **({"tags": tags} if tags else {})},
             stream=True,
         )
     )
@@ -374,6 +421,49 @@ def test_unreachable_citeguard_fail_closed_refuses_it(client: Any) -> None:
     assert info.value.status_code >= 400
 
 
+def _tag(guardrail: str) -> list[str]:
+    return [f"{POLICY_TAG}:{guardrail}"]
+
+
+def test_generic_api_alone_drops_a_stream_repair_as_the_docs_warn(
+    client: Any, servers: Servers
+) -> None:
+    """LiteLLM's limit docs/gateways.md warns of (why it gives the policy): run alone, the
+    generic guardrail's rewrite of a stream is dropped, the answer arriving as the model wrote
+    it. Should a LiteLLM release deliver it, this fails and the docs' warning can go."""
+    text, chunks = _stream(client, "misquoted", ["citeguard-api-repair"])
+    assert text == answers(servers.site)["misquoted"]
+    assert _ending(chunks)[0] == ["stop"]
+
+
+def test_generic_api_policy_delivers_a_repaired_stream(client: Any, servers: Servers) -> None:
+    """Run by the documented policy, the generic guardrail's mended stream arrives."""
+    text, chunks = _stream(client, "dead", [], tags=_tag("citeguard-api-policy-repair"))
+    assert "/gone" not in text and text.count(f"{servers.site}/tower") == 2
+    assert text.startswith('The Eiffel Tower "stands 330 metres tall"')
+    assert _ending(chunks)[0] == ["stop"]
+
+
+def test_generic_api_policy_ends_a_stream_repair_cannot_mend_as_filtered(
+    client: Any, proxy: LiteLLMProxy
+) -> None:
+    before = len(proxy.output())
+    text, chunks = _stream(client, "misquoted_alone", [], tags=_tag("citeguard-api-policy-repair"))
+    assert _ending(chunks)[0] == ["content_filter"]
+    assert text.startswith("citeguard blocked the answer") and "stands 450" not in text
+    log = proxy.output()[before:]
+    assert "Traceback" not in log
+    assert sum("citeguard blocked the answer" in line for line in log.splitlines()) == 1, log
+
+
+def test_generic_api_policy_fails_closed_as_filtered_when_citeguard_is_unreachable(
+    client: Any,
+) -> None:
+    text, chunks = _stream(client, "good", [], tags=_tag("down-closed-policy"))
+    assert _ending(chunks)[0] == ["content_filter"]
+    assert text.startswith("Generic Guardrail API failed")
+
+
 # --------------------------------------------------------------------------------------------
 # default_on, and the Guard closed with the proxy
 # --------------------------------------------------------------------------------------------
@@ -404,25 +494,17 @@ def test_default_on_guards_every_request_and_closes_with_the_proxy(
 # The setup docs/gateways.md gives, started as written
 # --------------------------------------------------------------------------------------------
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "gateways.md"
 
-
-def _documented_config() -> dict[str, Any]:
-    """The first ``config.yaml`` of docs/gateways.md's section on the guardrail class."""
-    section = DOCS.read_text().split("## LiteLLM: the guardrail class", 1)[1]
-    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
-    config: dict[str, Any] = yaml.safe_load(block)
-    return config
-
-
-def test_the_documented_config_starts_and_logs_a_blocked_stream_as_one_line(
-    servers: Servers, policy_file: Path, tmp_path: Path
-) -> None:
+@contextmanager
+def _started_as_written(
+    config: dict[str, Any], servers: Servers, tmp_path: Path
+) -> Iterator[tuple[LiteLLMProxy, Any]]:
+    """A documented config started with its own master key (no ``LITELLM_MASTER_KEY``) and
+    what a reader changes: the model routes (the documented route's parameters, to the
+    loopback upstream's models). A good stream is checked to pass through it whole; yields the
+    proxy and an ``openai`` client with that key."""
     python = require_litellm()
-    config = _documented_config()
-    key = config["general_settings"]["master_key"]  # no LITELLM_MASTER_KEY: the config's own
-    # what a reader changes: the model routes (here to the loopback upstream), the policy
-    # file; the optional Redis left out
+    key = config["general_settings"]["master_key"]
     params = config["model_list"][0]["litellm_params"]
     config["model_list"] = [
         {
@@ -434,31 +516,74 @@ def test_the_documented_config_starts_and_logs_a_blocked_stream_as_one_line(
                 "api_key": "sk-upstream",
             },
         }
-        for m in ("good", "dead")
+        for m in ("good", "dead", "misquoted")
     ]
-    guardrail = config["guardrails"][0]["litellm_params"]
-    guardrail["policy"] = str(policy_file)
-    del guardrail["redis"]
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
     with LiteLLMProxy(python, path, master_key=key) as p:
         c = openai.OpenAI(base_url=f"{p.url}/v1", api_key=key, max_retries=0, timeout=60)
         text, chunks = _stream(c, "good", [])
         assert text == answers(servers.site)["good"] and _ending(chunks)[0] == ["stop"]
+        yield p, c
+
+
+def _stream_helper_raises_content_filter(client: Any, model: str) -> None:
+    """The SDK's stream helper has no final completion to give a filtered stream: it raises."""
+    messages = [{"role": "user", "content": QUESTION}]
+    with (
+        client.chat.completions.stream(model=model, messages=messages) as stream,
+        pytest.raises(openai.ContentFilterFinishReasonError),
+    ):
+        stream.get_final_completion()
+
+
+def test_the_documented_config_starts_and_logs_a_blocked_stream_as_one_line(
+    servers: Servers, policy_file: Path, tmp_path: Path
+) -> None:
+    config = _documented_config("the guardrail class")
+    # what a reader changes besides the routes: the policy file; the optional Redis left out
+    guardrail = config["guardrails"][0]["litellm_params"]
+    guardrail["policy"] = str(policy_file)
+    del guardrail["redis"]
+    with _started_as_written(config, servers, tmp_path) as (p, c):
         before = len(p.output())
         text, chunks = _stream(c, "dead", [])
         reasons, verdict = _ending(chunks)
         assert text == "" and reasons == ["content_filter"]  # never an ordinary stop
         assert verdict["verdict"] == "rejected"
-        # the SDK's stream helper has no final completion to give: it raises
-        messages = [{"role": "user", "content": QUESTION}]
-        with (
-            c.chat.completions.stream(model="dead", messages=messages) as stream,  # type: ignore[arg-type]
-            pytest.raises(openai.ContentFilterFinishReasonError),
-        ):
-            stream.get_final_completion()
+        _stream_helper_raises_content_filter(c, "dead")
         log = p.output()[before:]
     assert "Traceback" not in log
     blocked = [line for line in log.splitlines() if "citeguard blocked a stream" in line]
     assert len(blocked) == 2, log[-4000:]  # one line per blocked stream
     assert all(_gone(servers) in line or "/gone" in line for line in blocked)
+
+
+def test_the_documented_generic_api_config_ends_a_blocked_stream_filtered_in_one_log_line(
+    servers: Servers, serve_url: str, tmp_path: Path
+) -> None:
+    """Issue 44: the generic guardrail API set up as docs/gateways.md writes it starts (its
+    own master key), and a blocked answer, streamed or not, ends as a content filter's; the
+    proxy logs one line for it, not an ERROR with a traceback."""
+    config = _documented_config(GENERIC_DOCS)
+    # what a reader changes besides the routes: where citeguard serve runs
+    config["guardrails"][0]["litellm_params"]["api_base"] = serve_url
+    with _started_as_written(config, servers, tmp_path) as (p, c):
+        before = len(p.output())
+        text, chunks = _stream(c, "misquoted", [])
+        # nothing of the answer reached the client: citeguard's reason did, then the ending
+        # of an answer a filter stopped, never an ordinary stop
+        assert _ending(chunks)[0] == ["content_filter"]
+        assert text.startswith("citeguard blocked the answer") and "passage_altered" in text
+        assert "stands 450 metres tall" not in text
+        _stream_helper_raises_content_filter(c, "misquoted")
+        completion = c.chat.completions.create(
+            model="misquoted", messages=[{"role": "user", "content": QUESTION}]
+        )
+        assert completion.choices[0].finish_reason == "content_filter"
+        assert completion.choices[0].message.content.startswith("citeguard blocked the answer")
+        log = p.output()[before:]
+    assert "Traceback" not in log, log[-4000:]
+    blocked = [line for line in log.splitlines() if "citeguard blocked the answer" in line]
+    assert len(blocked) == 3, log[-4000:]  # one line per blocked answer
+    assert all("Generic Guardrail API blocked request" in line for line in blocked)
