@@ -2,7 +2,8 @@
 whole-page bands chosen on development rows.
 
     python -m benchmarks.bench_longpage_bands --calibrate   # choose the whole-page bands
-    python -m benchmarks.bench_longpage_bands               # the report (held-out rows)
+    python -m benchmarks.bench_longpage_bands --held-out    # every held-out figure (the table)
+    python -m benchmarks.bench_longpage_bands               # AB-long report + WiCE sample
     python -m benchmarks.bench_longpage_bands --judge       # judge prompt tokens per claim
     python -m benchmarks.bench_longpage_bands --latency     # time per claim, 50-150 kB pages
 
@@ -10,19 +11,23 @@ Sets (``../shared/data``):
 
 - **AB-long**: AttributionBench dev pairs, each evidence passage placed, at a random position
   (seeded by the row), inside the text of a real page of ``passages/`` (5-300 kB), served as an
-  HTML page at the row's URL. Only AB's *held-out* half (``benchmarks/train_support.py``: the
-  support model never saw it) is used, split again by question group: the **band-dev** half
-  (``sha1(question)`` even) chooses the whole-page bands, the **report** half (odd) is never
-  tuned on.
+  HTML page at the row's URL. AB's *held-out* half (``benchmarks/train_support.py``: the
+  support model never saw it) is split again by question group: the **band-dev** half
+  (``sha1(question)`` even) takes part in the band choice, the **report** half (odd) is never
+  tuned on. AB's *tune* half (the model was fitted on it) takes part in the band choice only
+  through out-of-fold scores (:mod:`benchmarks.whole_page_oof`).
 - **WiCE**: claims with the full text of the article they cite. The support model was fitted on
   these rows (``wice_train``): its figures are shown, but are in-sample for the model and
-  take no part in the band choice.
+  take no part in the band choice. :func:`held_out` reads
+  :mod:`benchmarks.longdata`'s held-out groups of WiCE and ExpertQA.
 
 Every row is one answer citing one page, checked by ``Guard.check`` against a loopback server,
 default policy (local model), four checks in flight. Per set: ROC AUC of the P(supported) the
 guard reports, the outcome shares (hard-rejected / flagged uncertain / passed clean) per label,
-and the confident gate's coverage and agreement. The short-passage rows of the same AB half
-(``bench_support_bands``) are the other kind of evidence.
+the confident gate's coverage and agreement (labels ``supported`` / ``not_supported``), and the
+share the user sees settled (``decided``: passed clean or rejected, whatever the status) with
+its agreement. The short-passage rows of the same AB half (``bench_support_bands``) are the
+other kind of evidence. ``python -m benchmarks --only whole_page_bands`` runs :func:`held_out`.
 """
 
 from __future__ import annotations
@@ -166,11 +171,16 @@ def summary(rows: Sequence[dict[str, Any]], got: Sequence[dict[str, Any]]) -> di
     confident = [i for i, lab in enumerate(labels) if lab in ("supported", "not_supported")]
     agree = sum((labels[i] == "supported") == (y[i] == 1) for i in confident)
     sup = [i for i in range(len(rows)) if y[i] == 1]
+    # what the user sees settled: passed clean or rejected (any status), not flagged uncertain
+    decided = [i for i, g in enumerate(got) if g["outcome"] != "flagged"]
+    right = sum((got[i]["outcome"] == "passed") == (y[i] == 1) for i in decided)
     return {
         **bsb.claim_tally(rows, [g["outcome"] for g in got]),
         "auc_through_guard": _auc(y, p),
         "confident_coverage": round(len(confident) / len(rows), 4) if rows else None,
         "confident_agreement": round(agree / len(confident), 4) if confident else None,
+        "decided_coverage": round(len(decided) / len(rows), 4) if rows else None,
+        "decided_agreement": round(right / len(decided), 4) if decided else None,
         "labels": dict(Counter(str(lab) for lab in labels).most_common()),
         "supported_reject_statuses": dict(
             Counter(got[i]["status"] for i in sup if got[i]["outcome"] == "rejected")
@@ -313,6 +323,8 @@ def held_out_targets(res: dict[str, Any]) -> list[dict[str, Any]]:
         row("AB-long report: AUC through the guard", long["auc_through_guard"], ">= 0.80"),
         row("AB-long report: confident coverage", long["confident_coverage"], ">= 0.30"),
         row("AB-long report: confident agreement", long["confident_agreement"], ">= 0.80"),
+        row("AB-long report: decided (passed or rejected)", long["decided_coverage"], ">= 0.30"),
+        row("AB-long report: decided, agreeing", long["decided_agreement"], ">= 0.80"),
         row("AB-long report: supported hard-rejected", long["supported_hard_rejected"], "<= 0.05"),
         row("AB-long report: supported passed clean", long["supported_passed"], ">= 0.25"),
         row(
