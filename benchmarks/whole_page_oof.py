@@ -49,12 +49,11 @@ def guard_evidence(row: dict[str, Any], kind: str) -> tuple[str, str]:
     from citeguard.checks.pairs import ExtractedPage
     from citeguard.web.page import extract_page
 
+    # the URL the guard benchmarks serve the row at (its host is in the page's metadata)
+    page = bsb.claim_pages([row])[0]
+    body, url = page.body, page.url
     if kind == "long":
         body = blb._html(row["question"], row["page_paragraphs"])
-        url = "http://page.example.org/row"
-    else:
-        page = bsb.claim_pages([row])[0]
-        body, url = page.body, page.url
     ext = ExtractedPage.of(extract_page(body, url=url))
     judged = without_citation_artefacts(row["claim"])
     return judged, claim_evidence(judged, ext.text, ext.head)
