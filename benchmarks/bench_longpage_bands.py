@@ -2,7 +2,8 @@
 whole-page bands chosen on development rows.
 
     python -m benchmarks.bench_longpage_bands --calibrate   # choose the whole-page bands
-    python -m benchmarks.bench_longpage_bands               # the report (held-out rows)
+    python -m benchmarks.bench_longpage_bands --held-out    # every held-out figure (the table)
+    python -m benchmarks.bench_longpage_bands               # AB-long report + WiCE sample
     python -m benchmarks.bench_longpage_bands --judge       # judge prompt tokens per claim
     python -m benchmarks.bench_longpage_bands --latency     # time per claim, 50-150 kB pages
 
@@ -10,19 +11,23 @@ Sets (``../shared/data``):
 
 - **AB-long**: AttributionBench dev pairs, each evidence passage placed, at a random position
   (seeded by the row), inside the text of a real page of ``passages/`` (5-300 kB), served as an
-  HTML page at the row's URL. Only AB's *held-out* half (``benchmarks/train_support.py``: the
-  support model never saw it) is used, split again by question group: the **band-dev** half
-  (``sha1(question)`` even) chooses the whole-page bands, the **report** half (odd) is never
-  tuned on.
+  HTML page at the row's URL. AB's *held-out* half (``benchmarks/train_support.py``: the
+  support model never saw it) is split again by question group: the **band-dev** half
+  (``sha1(question)`` even) takes part in the band choice, the **report** half (odd) is never
+  tuned on. AB's *tune* half (the model was fitted on it) takes part in the band choice only
+  through out-of-fold scores (:mod:`benchmarks.whole_page_oof`).
 - **WiCE**: claims with the full text of the article they cite. The support model was fitted on
   these rows (``wice_train``): its figures are shown, but are in-sample for the model and
-  take no part in the band choice.
+  take no part in the band choice. :func:`held_out` reads
+  :mod:`benchmarks.longdata`'s held-out groups of WiCE and ExpertQA.
 
 Every row is one answer citing one page, checked by ``Guard.check`` against a loopback server,
 default policy (local model), four checks in flight. Per set: ROC AUC of the P(supported) the
 guard reports, the outcome shares (hard-rejected / flagged uncertain / passed clean) per label,
-and the confident gate's coverage and agreement. The short-passage rows of the same AB half
-(``bench_support_bands``) are the other kind of evidence.
+the confident gate's coverage and agreement (labels ``supported`` / ``not_supported``), and the
+share the user sees settled (``decided``: passed clean or rejected, whatever the status) with
+its agreement. The short-passage rows of the same AB half (``bench_support_bands``) are the
+other kind of evidence. ``python -m benchmarks --only whole_page_bands`` runs :func:`held_out`.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks import bench_support_bands as bsb
+from benchmarks import longdata as ld
 from benchmarks import train_support as ts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,21 +77,30 @@ def _html(title: str, paragraphs: Sequence[str]) -> bytes:
     ).encode()
 
 
-def ab_long_rows() -> list[dict[str, Any]]:
-    """AB's held-out half, each with ``page`` (its evidence inside a real page's text) and
-    ``part`` ``band_dev`` or ``report``."""
+def ab_long_half(part: str) -> list[dict[str, Any]]:
+    """AB's ``part`` half ("held_out" or "tune"), each row with ``page_paragraphs``: its
+    evidence inside a real page's text, at a paragraph boundary (page and place seeded by the
+    row)."""
     fill = _filler_texts()
     rows = []
     for r in bsb.ab_rows():
-        if r["part"] != "held_out":
+        if r["part"] != part:
             continue
         rnd = random.Random(ts._sha(r["id"]))
         paras = fill[rnd.randrange(len(fill))].split("\n")
         k = rnd.randrange(len(paras) + 1)
         r = dict(r)
         r["page_paragraphs"] = paras[:k] + r["evidence"].split("\n") + paras[k:]
-        r["part"] = "band_dev" if int(ts._sha(r["question"]), 16) % 2 == 0 else "report"
         rows.append(r)
+    return rows
+
+
+def ab_long_rows() -> list[dict[str, Any]]:
+    """AB's held-out half, each with ``page`` (its evidence inside a real page's text) and
+    ``part`` ``band_dev`` or ``report``."""
+    rows = ab_long_half("held_out")
+    for r in rows:
+        r["part"] = "band_dev" if int(ts._sha(r["question"]), 16) % 2 == 0 else "report"
     return rows
 
 
@@ -156,11 +171,16 @@ def summary(rows: Sequence[dict[str, Any]], got: Sequence[dict[str, Any]]) -> di
     confident = [i for i, lab in enumerate(labels) if lab in ("supported", "not_supported")]
     agree = sum((labels[i] == "supported") == (y[i] == 1) for i in confident)
     sup = [i for i in range(len(rows)) if y[i] == 1]
+    # what the user sees settled: passed clean or rejected (any status), not flagged uncertain
+    decided = [i for i, g in enumerate(got) if g["outcome"] != "flagged"]
+    right = sum((got[i]["outcome"] == "passed") == (y[i] == 1) for i in decided)
     return {
         **bsb.claim_tally(rows, [g["outcome"] for g in got]),
         "auc_through_guard": _auc(y, p),
         "confident_coverage": round(len(confident) / len(rows), 4) if rows else None,
         "confident_agreement": round(agree / len(confident), 4) if confident else None,
+        "decided_coverage": round(len(decided) / len(rows), 4) if rows else None,
+        "decided_agreement": round(right / len(decided), 4) if decided else None,
         "labels": dict(Counter(str(lab) for lab in labels).most_common()),
         "supported_reject_statuses": dict(
             Counter(got[i]["status"] for i in sup if got[i]["outcome"] == "rejected")
@@ -168,33 +188,59 @@ def summary(rows: Sequence[dict[str, Any]], got: Sequence[dict[str, Any]]) -> di
     }
 
 
-async def calibrate() -> dict[str, Any]:
-    """Choose the whole-page bands on AB-long's band-dev rows (rejections >= 90% right,
-    acceptances >= 85% right) and write them to the artefact."""
+def calibrate() -> dict[str, Any]:
+    """Choose the whole-page bands on whole-page P(supported) out of fold, per kind of
+    evidence (:func:`benchmarks.whole_page_oof.band_pool`): AB's tune half scored by the fold
+    models that did not see its question, and AB-long's band-dev rows scored by the shipped
+    model — each row's evidence found by the guard's steps on its long page (``long``) and on
+    its passage alone served as the page (``short``); never the report half. One pair of bands
+    that keeps the rules (rejections >= 90% right, acceptances >= 85% right) on both kinds
+    (:func:`~benchmarks.whole_page_oof.choose_per_kind`). Writes the artefact with the figures
+    per kind and per source."""
+    from benchmarks import whole_page_oof as wpo
     from citeguard.checks.entail import LocalEntailer
 
-    rows = [r for r in ab_long_rows() if r["part"] == "band_dev"]
-    got = await through_guard(rows)
-    keep = [i for i, g in enumerate(got) if g["backend"] == "local"]
-    y = np.array([rows[i]["y"] for i in keep])
-    p = np.array([got[i]["p"] for i in keep])
-    chosen = bsb.choose_bands(y, p)
+    pools = {kind: wpo.band_pool(kind) for kind in ("long", "short")}
+    lo, hi = wpo.choose_per_kind(pools)
+    figures: dict[str, Any] = {}
+    for kind, pool in pools.items():
+        figures[f"{kind}_page"] = band_figures(pool["y"], pool["p"], lo, hi)
+        for source in ("ab_tune_oof", "band_dev"):
+            m = pool["source"] == source
+            figures[f"{kind}_page_{source}"] = band_figures(pool["y"][m], pool["p"][m], lo, hi)
     encoder = LocalEntailer().encoder_name
+    rows = len(pools["long"]["y"])
     entry = {
-        "reject_below": chosen["reject_below"],
-        "accept_from": chosen["accept_from"],
+        "reject_below": lo,
+        "accept_from": hi,
         "chosen_by": "benchmarks/bench_longpage_bands.py --calibrate",
         "chosen_on": (
-            f"P(supported) through Guard.check of {len(keep)} AB-long band-dev rows (AB held-out "
-            "half, questions with even sha1; evidence inside a real page's text)"
+            f"whole-page P(supported) of {rows} AB rows, each with its evidence inside a real "
+            "page's text (long) and alone as the page (short): AB's tune half scored out of "
+            "fold by the shipped recipe refitted in 5 folds grouped by question, and AB-long's "
+            "band-dev rows (AB held-out half, questions with even sha1) scored by the shipped "
+            "model (benchmarks/whole_page_oof.py); the rules held on each kind"
         ),
         "rule": "rejections >= 90% right, acceptances >= 85% right (cuts of >= 20 rows)",
-        "figures_on_band_dev": chosen["out_of_fold"],
+        "figures": figures,
     }
     data = json.loads(ARTEFACT.read_text()) if ARTEFACT.exists() else {}
     data[encoder] = entry
     ARTEFACT.write_text(json.dumps(data, indent=2) + "\n")
     return {"encoder": encoder, **entry}
+
+
+def band_figures(y: np.ndarray, p: np.ndarray, lo: float, hi: float) -> dict[str, Any]:
+    """Share and precision of each band on rows ``y`` with P(supported) ``p``."""
+    rej, acc = p < lo, p >= hi
+    return {
+        "rows": len(y),
+        "auc": _auc(y, p),
+        "not_supported_share": round(float(rej.mean()), 4),
+        "not_supported_precision": round(float((y[rej] == 0).mean()), 4) if rej.any() else None,
+        "supported_share": round(float(acc.mean()), 4),
+        "supported_precision": round(float((y[acc] == 1).mean()), 4) if acc.any() else None,
+    }
 
 
 async def report(wice_limit: int) -> dict[str, Any]:
@@ -209,6 +255,109 @@ async def report(wice_limit: int) -> dict[str, Any]:
         out["wice_in_sample"] = summary(rows, await through_guard(rows))
         print("wice_in_sample", json.dumps(out["wice_in_sample"]), flush=True)
     return out
+
+
+async def held_out(*, other_sets: bool = True, limit: int | None = None) -> dict[str, Any]:
+    """Every figure on rows no band, coefficient or choice was tuned on, through
+    ``Guard.check`` (default policy, local model, attempt 1):
+
+    - ``ab_long_report``: AB-long's report half (AB held-out rows whose question's sha1 is odd;
+      the bands were chosen on AB's tune half out of fold and the even half);
+    - ``ab_short_report``: the same rows with their short evidence alone as the page, and
+      ``ab_short_held_out``: every AB held-out row so (the issue's "held-out AttributionBench
+      through the guard"; its even-question rows' long-page variants took part in the band
+      choice);
+    - ``wice_held_out`` / ``expertqa_held_out``: :mod:`benchmarks.longdata`'s held-out groups
+      (fold 0 by article / question; nothing here was tuned on them, but the support model was
+      fitted on WiCE and on most ExpertQA pool rows: in-sample for the model).
+
+    ``limit``: at most so many rows a set (a seeded sample stratified by label; the smoke run's).
+    """
+    from benchmarks import bench_longpage as blp
+    from citeguard.checks.entail import LocalEntailer
+
+    out: dict[str, Any] = {}
+    long_rows = ld.sample([r for r in ab_long_rows() if r["part"] == "report"], limit)
+    out["ab_long_report"] = summary(long_rows, await through_guard(long_rows))
+    held = [dict(r, page_paragraphs=r["evidence"].split("\n")) for r in bsb.ab_rows()]
+    held = ld.sample([r for r in held if r["part"] == "held_out"], limit)
+    got = await through_guard(held)
+    odd = [i for i, r in enumerate(held) if int(ts._sha(r["question"]), 16) % 2 == 1]
+    out["ab_short_report"] = summary([held[i] for i in odd], [got[i] for i in odd])
+    out["ab_short_held_out"] = summary(held, got)
+    if other_sets:
+        data = ld.load_sets(["wice", "expertqa"])
+        for name in ("wice", "expertqa"):
+            rows = ld.sample([r for r in data[name] if r["split"] == "held_out"], limit)
+            if not rows:
+                continue
+            entailer = LocalEntailer()
+            try:
+                res = await blp.run_guard(rows, entailer)
+            finally:
+                await entailer.aclose()
+            out[f"{name}_held_out"] = summary(
+                rows,
+                [
+                    {**g, "p": g["p"] if g["p"] is not None else 0.0, "status": g["status"]}
+                    for g in res
+                ],
+            )
+    for key, block in out.items():
+        print(key, json.dumps(block), flush=True)
+    return out
+
+
+def held_out_targets(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Issue 42's targets that these rows can show (the research-report set is not here)."""
+
+    def row(name: str, value: float | None, target: str) -> dict[str, Any]:
+        op, goal = target.split()
+        met = value is not None and bool(
+            value <= float(goal) if op == "<=" else value >= float(goal)
+        )
+        return {"name": name, "target": target, "value": value, "met": met}
+
+    long, short = res["ab_long_report"], res["ab_short_held_out"]
+    return [
+        row("AB-long report: AUC through the guard", long["auc_through_guard"], ">= 0.80"),
+        row("AB-long report: confident coverage", long["confident_coverage"], ">= 0.30"),
+        row("AB-long report: confident agreement", long["confident_agreement"], ">= 0.80"),
+        row("AB-long report: decided (passed or rejected)", long["decided_coverage"], ">= 0.30"),
+        row("AB-long report: decided, agreeing", long["decided_agreement"], ">= 0.80"),
+        row("AB-long report: supported hard-rejected", long["supported_hard_rejected"], "<= 0.05"),
+        row("AB-long report: supported passed clean", long["supported_passed"], ">= 0.25"),
+        row(
+            "AB short held-out: supported hard-rejected",
+            short["supported_hard_rejected"],
+            "<= 0.08",
+        ),
+        row(
+            "AB short held-out: unsupported silently passed",
+            short["unsupported_silently_passed"],
+            "<= 0.20",
+        ),
+        row("AB short held-out: supported passed clean", short["supported_passed"], ">= 0.40"),
+    ]
+
+
+async def whole_page_bands_scenario(cfg: Any, ctx: Any) -> dict[str, Any]:
+    """The suite's ``whole_page_bands`` scenario: :func:`held_out` (full: every held-out row,
+    WiCE and ExpertQA held-out groups too; quick: the AB rows; smoke: 8 AB rows a set), the
+    bands in use, the targets (none without the shared data)."""
+    from citeguard.checks.entail import LocalEntailer
+
+    if not (DATA / "claims" / "attributionbench_dev.jsonl").is_file():
+        return {"skipped": "no ../shared/data", "targets": []}
+    t = time.perf_counter()
+    res = await held_out(other_sets=cfg.size == "full", limit=cfg.pick(None, None, 8))
+    return {
+        **res,
+        "bands": json.loads(ARTEFACT.read_text()).get(LocalEntailer().encoder_name),
+        "seconds": round(time.perf_counter() - t, 1),
+        "loadavg": [round(x, 2) for x in os.getloadavg()],
+        "targets": held_out_targets(res) if cfg.size != "smoke" else [],
+    }
 
 
 async def judge_tokens() -> dict[str, Any]:
@@ -332,9 +481,18 @@ def main() -> None:
     ap.add_argument("--judge", action="store_true", help="judge prompt tokens per claim")
     ap.add_argument("--latency", action="store_true", help="time per claim on long pages")
     ap.add_argument("--wice", type=int, default=300, help="WiCE rows (0: none)")
+    ap.add_argument("--held-out", action="store_true", help="every held-out figure (the table)")
     args = ap.parse_args()
+    if args.held_out:
+        got = asyncio.run(held_out())
+        got["targets"] = held_out_targets(got)
+        got["load_average"] = list(os.getloadavg())
+        old = json.loads(OUT.read_text()) if OUT.exists() else {}
+        old["held_out"] = got
+        OUT.write_text(json.dumps(old, indent=2) + "\n")
+        return
     if args.calibrate:
-        print(json.dumps(asyncio.run(calibrate()), indent=2))
+        print(json.dumps(calibrate(), indent=2))
         return
     if args.latency:
         got = asyncio.run(latency())

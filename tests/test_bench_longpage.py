@@ -178,3 +178,32 @@ async def test_harness_runs_rows_through_the_guard() -> None:
     s = res["summary"]["synthetic/whole_page/dev"]
     assert s["guard"]["rows"] == 2 and s["alone"]["auc"] == 1.0
     assert s["guard"]["supported_hard_rejected"] == 0.0
+
+
+def test_whole_page_bands_keep_the_rules_on_each_kind_of_evidence() -> None:
+    """``whole_page_oof.choose_per_kind``: one pair of bands whose cuts hold the confident
+    gate's rules on every pool; a pool whose low scores are mixed pulls the reject cut down."""
+    import numpy as np
+
+    from benchmarks.whole_page_oof import choose_per_kind
+
+    p = np.round(np.arange(200) / 200, 3)  # 0.000 .. 0.995, one row each
+    clean = {"y": (p >= 0.5).astype(int), "p": p}  # every cut is right
+    # the same scores, but every second row from 0.15 to 0.3 is supported: rejections below t are
+    # >= 90% right only where few mixed rows fall under t
+    y = (p >= 0.5).astype(int)
+    y[(np.arange(200) % 2 == 0) & (p > 0.15) & (p < 0.3)] = 1
+    mixed = {"y": y, "p": p}
+    lo_clean, hi_clean = choose_per_kind({"long": clean})
+    lo, hi = choose_per_kind({"long": clean, "short": mixed})
+    # a clean pool: the cuts meet at the class boundary (rejections below it >= 90% right)
+    assert 0.5 <= lo_clean == hi_clean < 0.6
+    assert 0.1 <= lo < 0.3 and lo < lo_clean
+    for pool in (clean, mixed):
+        below = pool["p"] < lo
+        assert below.sum() >= 20 and (pool["y"][below] == 0).mean() >= 0.90
+        above = pool["p"] >= hi
+        assert above.sum() >= 20 and (pool["y"][above] == 1).mean() >= 0.85
+    # nothing to choose on: nothing rejected, nothing accepted
+    empty = {"y": np.zeros(0, dtype=int), "p": np.zeros(0)}
+    assert choose_per_kind({"long": empty}) == (0.0, 1.0)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from benchmarks.bench_guard_long import guard_long
 from benchmarks.bench_longpage import longpage_scenario
+from benchmarks.bench_longpage_bands import whole_page_bands_scenario
 from benchmarks.context import NOW, QUESTION, Config, Context
 from benchmarks.scenarios.common import Scenario
 from benchmarks.scenarios.delegated import (
@@ -62,4 +63,5 @@ SCENARIOS: dict[str, Scenario] = {
     "soft404_load": soft404_load,
     "longpage": longpage_scenario,
     "guard_long": guard_long,
+    "whole_page_bands": whole_page_bands_scenario,
 }

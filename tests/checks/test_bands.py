@@ -8,9 +8,11 @@ import pytest
 
 from citeguard.checks.bands import (
     NLI_BANDS,
+    WHOLE_PAGE_BANDS_PATH,
     WORD_OVERLAP_BANDS_PATH,
     SupportBands,
     WordOverlapCalibration,
+    whole_page_bands,
 )
 from citeguard.checks.entail import JudgeVerdict, WordOverlapEntailer
 from citeguard.checks.support import ARTIFACTS, SupportModel
@@ -85,6 +87,25 @@ def test_every_support_artefact_ships_bands_chosen_out_of_fold(name: str) -> Non
     # the artefact survives a write and a read
     again = SupportModel.load(ARTIFACTS[name])
     assert again.to_json()["bands"] == model.to_json()["bands"]
+
+
+def test_the_whole_page_bands_reject_only_where_the_rule_held_on_every_kind() -> None:
+    """The whole-page bands read every unquoted claim's evidence (a long page's sentences, or a
+    short page whole): their reject cut is one where, out of fold, rejections were at least 90%
+    right and acceptances at least 85% on each kind of evidence, over enough rows."""
+    data = json.loads(WHOLE_PAGE_BANDS_PATH.read_text(encoding="utf-8"))
+    for encoder, entry in data.items():
+        bands = whole_page_bands(encoder)
+        assert bands is not None and bands.pair == (entry["reject_below"], entry["accept_from"])
+        assert 0.0 < bands.reject_below < bands.accept_from < 1.0
+        assert "out of fold" in entry["chosen_on"]
+        for kind in ("long_page", "short_page"):
+            figures = entry["figures"][kind]
+            rows = figures["rows"]
+            assert figures["not_supported_share"] * rows >= 20
+            assert figures["not_supported_precision"] >= 0.90
+            assert figures["supported_share"] * rows >= 20
+            assert figures["supported_precision"] >= 0.85
 
 
 def test_the_word_overlap_artefact_is_calibrated_and_banded() -> None:

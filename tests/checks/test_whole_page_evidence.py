@@ -82,6 +82,26 @@ async def test_a_citation_year_that_is_the_pages_date_is_found_not_missing(farm:
     assert ent.label != "not_supported" and ent.label != "contradicted"
 
 
+async def test_a_claim_a_long_page_never_states_is_rejected_saying_what_it_lacks(
+    farm: Farm,
+) -> None:
+    """The real local model on a long page: a fire, a year and a cost the page never states
+    fall below the whole-page bands' reject cut (chosen out of fold, where rejections were at
+    least 90% right on long and on short evidence), so the citation is rejected, and its reason
+    names what the page lacks; the fact the page does state still passes."""
+    url = farm.add("port.example.com", "/terminal", body=LONG_PAGE)
+    made_up = "A 1987 fire at the terminal killed twelve dockers and cost 45 million dollars."
+    async with Guard(_policy(), resolver=farm.resolver, now=lambda: NOW) as g:
+        rejected = await g.check(f"{made_up} [1]\n\n[1] {url}\n")
+        stated = await g.check(f"{CLAIM} [1]\n\n[1] {url}\n")
+    assert rejected.citations[0].status.value == "not_entailed"
+    ent = rejected.claims[0].checks[0].entailment
+    assert ent is not None and ent.backend == "local" and ent.label == "not_supported"
+    assert "numbers not in evidence: 1987" in ent.reason
+    assert stated.citations[0].status.value == "ok"
+    assert stated.claims[0].label == "supported"
+
+
 def test_citation_artefacts_are_not_part_of_what_is_judged() -> None:
     cases = {
         "Port traffic rose 12% in 2024 (Port Authority, 2025).": "Port traffic rose 12% in 2024.",
