@@ -129,17 +129,26 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.serial  # two 0.5 s jobs must end within 0.95 s: a wall-clock margin
-def test_two_workers_run_jobs_side_by_side_and_a_crash_fails_only_its_job() -> None:
+def _meet(here: Path, me: str, other: str) -> list[str]:
+    """A job that says it has started (a file named ``me``) and ends only once the job named
+    ``other`` has started too: two of them end only if they run at the same time."""
+    wait = f'touch "{here / me}"; while [ ! -e "{here / other}" ]; do sleep 0.01; done'
+    return ["sh", "-c", wait]
+
+
+def test_two_workers_run_jobs_side_by_side_and_a_crash_fails_only_its_job(
+    tmp_path: Path,
+) -> None:
     ex = ProcessExtractor(workers=2, job_timeout=20.0)
     try:
         assert ex.wait_ready(120)
-        # two slow jobs at once run in two children: together well under 2 x 0.5 s
-        started = time.perf_counter()
-        slow = [ex.submit(time.sleep, 0.5) for _ in range(2)]
-        assert [f.result(timeout=60) for f in slow] == [None, None]
-        both = time.perf_counter() - started
-        assert both < 0.95, both  # one child would need >= 1.0 s
+        # two jobs that each wait for the other to start: they end only if they run in two
+        # children at once (one child would run the first until its 20 s timeout kills it)
+        both = [
+            ex.submit(functools.partial(subprocess.run, _meet(tmp_path, a, b), check=True))
+            for a, b in (("a", "b"), ("b", "a"))
+        ]
+        assert [f.result(timeout=60).returncode for f in both] == [0, 0]
         pids = {ex.submit(os.getpid).result(timeout=60) for _ in range(8)}
         assert os.getpid() not in pids
         # a crash in one lane fails that job; the next jobs still run (in either child)

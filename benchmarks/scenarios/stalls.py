@@ -154,7 +154,8 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
 
     async def one(make: Callable[[], Any], pol: Policy, tuned: bool) -> dict[str, Any]:
         async with Guard(pol, entailer=None, now=lambda: NOW) as g:
-            await g.warm_up()  # a service's steady state: the extraction child is up
+            if cfg.size != "smoke":  # (the smoke size checks shapes only: no wait for a child)
+                await g.warm_up()  # a service's steady state: the extraction child is up
             await settle()
             answer = make()
             async with tuned_runtime(tuned):
