@@ -99,9 +99,10 @@ class ExtractStage:
     one thread of its own and, as ``Policy.fetch.extract_in`` says, in one niced child process
     (:class:`~citeguard.extract_worker.ProcessExtractor`): lexbor and pypdf hold the GIL while
     they parse, and a thread doing it makes the event loop wait for the GIL after every
-    ``select()``; the child does not. ``"auto"`` starts the child at :meth:`warm_up` (``async
-    with Guard(...)``) or once 8 pages are extracting at once, and uses the thread until it is
-    ready; a one-off check never pays its start (~1 s).
+    ``select()``; the child does not. ``"auto"`` starts the child at :meth:`start` (``async
+    with Guard(...)``, which does not wait for it), :meth:`warm_up` (which does) or once 8 pages
+    are extracting at once, and uses the thread until it is ready; a one-off check never pays
+    its start (~1 s of CPU a child, niced: on a busy machine it can take many seconds).
     """
 
     def __init__(
@@ -137,6 +138,12 @@ class ExtractStage:
         if self._worker is not None:
             self._worker.shutdown(wait=False, cancel_futures=True)
             self._worker = None
+
+    def start(self) -> None:
+        """Start the extraction child in the background (``async with Guard(...)``), unless
+        this stage extracts in a given executor or in its thread: pages go to the thread until
+        the child is ready, and closing the stage before then kills the child mid-start."""
+        self._start_worker()
 
     async def warm_up(self) -> None:
         """Start the extraction child now and wait until it is ready (a service's start-up),

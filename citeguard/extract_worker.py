@@ -92,6 +92,7 @@ class ProcessExtractor(Executor):
         self._live = 0  # children started and not yet replaced or stopped
         self._restarts = 0
         self._completed = 0
+        self._starting: set[subprocess.Popen[bytes]] = set()  # spawned, not yet ready
 
     # ------------------------------------------------------------------ the Executor API
 
@@ -149,6 +150,10 @@ class ProcessExtractor(Executor):
                     self._jobs.popleft()[2].cancel()
             self._wake.notify_all()
             threads = list(self._threads)
+            starting = list(self._starting)
+        for proc in starting:  # still importing: stopped now, not left to finish for nothing
+            with contextlib.suppress(OSError):
+                proc.kill()
         if wait:
             for thread in threads:
                 thread.join()
@@ -245,12 +250,21 @@ class ProcessExtractor(Executor):
             self._tried.set()
             raise ExtractionFailed(f"cannot start the extraction worker: {exc}") from None
         assert proc.stdout is not None
+        with self._lock:
+            self._starting.add(proc)
+            shut = self._shutdown
+        if shut:  # shut down while it was being spawned
+            with contextlib.suppress(OSError):
+                proc.kill()
         try:
             hello = pickle.loads(_read_frame(proc.stdout, deadline=time.monotonic() + 120.0))
         except (TimeoutError, OSError, EOFError, ValueError) as exc:
             _kill(proc)
             self._tried.set()
             raise ExtractionFailed(f"the worker did not start ({exc!r})") from None
+        finally:
+            with self._lock:
+                self._starting.discard(proc)
         if hello != (_READY, True, "ready"):
             _kill(proc)
             self._tried.set()

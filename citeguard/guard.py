@@ -157,18 +157,27 @@ class Guard:
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Guard:
-        await self.warm_up()
+        await self._warm(wait_for_extraction=False)
         return self
 
     async def warm_up(self) -> None:
         """Load the entailment model and start the extraction process now rather than inside
-        the first request.
+        the first request, and wait until the extraction process is ready (a service's
+        start-up: ``citeguard serve`` calls this).
 
         Importing torch and reading weights holds the GIL for long stretches; doing it at
-        start-up keeps that stall out of a user's answer. ``async with Guard(...)`` calls this.
+        start-up keeps that stall out of a user's answer. ``async with Guard(...)`` does the
+        same but does not wait for the extraction process (niced, it imports citeguard in
+        ~1 s of CPU, many seconds on a busy machine): pages are extracted in a thread until it
+        is ready, and closing the Guard before then stops it.
         """
+        await self._warm(wait_for_extraction=True)
+
+    async def _warm(self, *, wait_for_extraction: bool) -> None:
         # the extraction child (Policy.fetch.extract_in) starts while the model loads
-        extraction = asyncio.ensure_future(self._pages.warm_up())
+        extraction = asyncio.ensure_future(self._pages.warm_up()) if wait_for_extraction else None
+        if extraction is None:
+            self._pages.start()
         # the public-suffix list is read on first use (~10-20 ms of Python): in a thread now,
         # not on the loop inside the first check that meets a host name
         sites = asyncio.ensure_future(asyncio.to_thread(registrable_domain, "example.com"))
@@ -179,7 +188,8 @@ class Guard:
                 await warm()
             await self._regimes.warm_up()  # the regime model, when the freshness axis uses one
         finally:
-            await extraction
+            if extraction is not None:
+                await extraction
             await sites
 
     async def __aexit__(self, *exc: object) -> None:

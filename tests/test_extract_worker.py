@@ -129,17 +129,26 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.serial  # two 0.5 s jobs must end within 0.95 s: a wall-clock margin
-def test_two_workers_run_jobs_side_by_side_and_a_crash_fails_only_its_job() -> None:
+def _meet(here: Path, me: str, other: str) -> list[str]:
+    """A job that says it has started (a file named ``me``) and ends only once the job named
+    ``other`` has started too: two of them end only if they run at the same time."""
+    wait = f'touch "{here / me}"; while [ ! -e "{here / other}" ]; do sleep 0.01; done'
+    return ["sh", "-c", wait]
+
+
+def test_two_workers_run_jobs_side_by_side_and_a_crash_fails_only_its_job(
+    tmp_path: Path,
+) -> None:
     ex = ProcessExtractor(workers=2, job_timeout=20.0)
     try:
         assert ex.wait_ready(120)
-        # two slow jobs at once run in two children: together well under 2 x 0.5 s
-        started = time.perf_counter()
-        slow = [ex.submit(time.sleep, 0.5) for _ in range(2)]
-        assert [f.result(timeout=60) for f in slow] == [None, None]
-        both = time.perf_counter() - started
-        assert both < 0.95, both  # one child would need >= 1.0 s
+        # two jobs that each wait for the other to start: they end only if they run in two
+        # children at once (one child would run the first until its 20 s timeout kills it)
+        both = [
+            ex.submit(functools.partial(subprocess.run, _meet(tmp_path, a, b), check=True))
+            for a, b in (("a", "b"), ("b", "a"))
+        ]
+        assert [f.result(timeout=60).returncode for f in both] == [0, 0]
         pids = {ex.submit(os.getpid).result(timeout=60) for _ in range(8)}
         assert os.getpid() not in pids
         # a crash in one lane fails that job; the next jobs still run (in either child)
@@ -234,6 +243,8 @@ async def test_auto_keeps_a_one_off_check_in_the_thread(farm: Farm) -> None:
 
 async def test_auto_starts_the_child_at_warm_up_and_thread_mode_never(farm: Farm) -> None:
     async with Guard(_policy(), resolver=farm.resolver, now=lambda: NOW) as g:
+        assert g._pages.worker is not None  # started by `async with`
+        await g.warm_up()  # and waited for here
         worker = g._pages.worker
         assert worker is not None and worker.ready
     async with Guard(_policy(extract_in="thread"), resolver=farm.resolver, now=lambda: NOW) as g:
@@ -256,6 +267,7 @@ async def test_a_long_answer_is_parsed_in_the_child_once_it_is_up(farm: Farm) ->
     async with Guard(policy, resolver=farm.resolver, now=lambda: NOW) as g:
         in_thread = await g.check(_long_answer(url))
     async with Guard(_policy(), resolver=farm.resolver, now=lambda: NOW) as g:
+        await g.warm_up()
         worker = g._pages.worker
         assert worker is not None and worker.ready
         before = worker.completed
@@ -278,6 +290,7 @@ async def test_a_parse_the_child_fails_is_done_in_a_thread(farm: Farm) -> None:
     url = url.replace("/article", "/missing")
     policy = _policy(extract_timeout=0.000_1)
     async with Guard(policy, resolver=farm.resolver, now=lambda: NOW) as g:
+        await g.warm_up()
         worker = g._pages.worker
         assert worker is not None and worker.ready
         verdict = await g.check(_long_answer(url))
@@ -285,3 +298,59 @@ async def test_a_parse_the_child_fails_is_done_in_a_thread(farm: Farm) -> None:
     assert verdict.citations[0].url == url
     assert verdict.citations[0].status is CitationStatus.NOT_FOUND
     assert len(verdict.claims) > 1
+
+
+# a child that never says it is ready: it records its pid, then sleeps (the suite's own stand-in
+# for a child still importing citeguard on a busy machine)
+NEVER_READY = """#!/bin/sh
+echo $$ >> "{pids}"
+exec sleep 600
+"""
+
+
+def _never_ready(tmp_path: Path) -> tuple[str, Path]:
+    pids = tmp_path / "pids"
+    script = tmp_path / "python"
+    script.write_text(NEVER_READY.format(pids=pids))
+    script.chmod(0o755)
+    return str(script), pids
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_shutdown_stops_a_child_that_is_still_starting(tmp_path: Path) -> None:
+    python, pids = _never_ready(tmp_path)
+    ex = ProcessExtractor(workers=2, python=python)
+    ex.start()
+    while not pids.is_file() or len(pids.read_text().split()) < 2:  # both spawned
+        time.sleep(0.01)
+    ex.shutdown(wait=True)  # before: waited up to 120 s for the hello
+    assert all(_gone(int(p)) for p in pids.read_text().split())
+    assert not ex.ready
+
+
+async def test_async_with_does_not_wait_for_the_child_and_closing_stops_it(
+    farm: Farm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `async with Guard(...)` starts the child and goes on: pages go to the thread meanwhile;
+    # `await guard.warm_up()` is what waits (a service's start-up)
+    import citeguard.extract_stage as stage
+
+    python, pids = _never_ready(tmp_path)
+    never = functools.partial(ProcessExtractor, python=python)
+    monkeypatch.setattr(stage, "ProcessExtractor", never)
+    url = farm.add("example.com", "/article", body=ARTICLE, content_type="text/html")
+    async with Guard(_policy(), resolver=farm.resolver, now=lambda: NOW) as g:
+        worker = g._pages.worker
+        assert worker is not None and not worker.ready
+        verdict = await g.check(f"{CLAIM}\n\n[1] {url}\n")
+        assert worker.completed == 0  # extracted in the thread
+    assert verdict.citations[0].status is CitationStatus.OK
+    worker.shutdown(wait=True)  # the Guard closed it without waiting: join its lanes here
+    assert all(_gone(int(p)) for p in pids.read_text().split())

@@ -70,6 +70,7 @@ async def load(cfg: Config, ctx: Context) -> dict[str, Any]:
     # the default entailer, but the word-overlap one at smoke size (seconds, no model load)
     overlap = {"entailer": ctx.entailer("word_overlap")} if cfg.size == "smoke" else {}
     async with Guard(policy, resolver=web.resolver(), now=lambda: NOW, **overlap) as g:
+        await g.warm_up()  # a service's steady state: the extraction child is up
         # warm imports, pools and the model outside the measurement (other URLs)
         await g.check(
             build_answer(web, web.plan(5, tag="load-warm", unique=True)), question=QUESTION

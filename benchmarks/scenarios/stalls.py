@@ -154,6 +154,8 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
 
     async def one(make: Callable[[], Any], pol: Policy, tuned: bool) -> dict[str, Any]:
         async with Guard(pol, entailer=None, now=lambda: NOW) as g:
+            if cfg.size != "smoke":  # (the smoke size checks shapes only: no wait for a child)
+                await g.warm_up()  # a service's steady state: the extraction child is up
             await settle()
             answer = make()
             async with tuned_runtime(tuned):
@@ -177,7 +179,8 @@ async def stalls(cfg: Config, ctx: Context) -> dict[str, Any]:
     try:
         # the floor under every default-configuration stall: one full collection of this
         # process's heap once a Guard is up (import and start-up objects), whatever the input
-        async with Guard(policy, entailer=None, now=lambda: NOW):
+        async with Guard(policy, entailer=None, now=lambda: NOW) as warm:
+            await warm.warm_up()
             await settle()
             idle: list[float] = []
             for _ in range(5):
