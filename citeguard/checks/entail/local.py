@@ -259,14 +259,26 @@ class LocalEntailer(_ExecutorOwner):
 
     async def score_requests(self, requests: Sequence[EntailmentRequest]) -> list[EntailmentScore]:
         """Score each request (in the worker thread); evidence found on a whole page is read
-        with the whole-page bands (:attr:`whole_page_bands`)."""
+        with the whole-page bands (:attr:`whole_page_bands`). Requests asking the same thing
+        (claim or claim part, evidence, kind) are scored once: each gets its own copy."""
         if not requests:
             return []
-        pairs = [(r.claim, r.evidence) for r in requests]
-        whole = [r.whole_page for r in requests]
+        asked = [(r.claim, r.evidence, r.whole_page) for r in requests]
+        distinct = list(dict.fromkeys(asked))
+        pairs = [(claim, evidence) for claim, evidence, _ in distinct]
+        whole = [w for _, _, w in distinct]
         loop = asyncio.get_running_loop()
         run = functools.partial(self._score_sync, pairs, whole)
-        return await loop.run_in_executor(self._pool(), run)
+        scores = dict(zip(distinct, await loop.run_in_executor(self._pool(), run), strict=True))
+        if len(distinct) == len(asked):
+            return [scores[a] for a in asked]
+        return [scores[a].model_copy() for a in asked]
+
+    @property
+    def texts_encoded(self) -> int:
+        """Texts that went through the model so far (claims, claim parts and evidence units
+        not found among the embeddings already kept)."""
+        return 0 if self._support is None else int(self._support[1].texts_encoded)
 
     async def features(self, pairs: Sequence[tuple[str, str]]) -> list[list[dict[str, float]]]:
         """Per pair, the feature mapping of each window scored (for tuning and diagnosis).
