@@ -51,16 +51,19 @@ async def guard_latency(cfg: Config, ctx: Context) -> dict[str, Any]:
                 samples: list[dict[str, float]] = []
                 statuses: Counter[str] = Counter()
                 by_model = 0  # citations the support model judged (not settled by a quote)
+                model_texts = 0  # texts through the model's forward pass (one pass a text)
                 for rep in range(reps):
                     plan = web.plan(n, tag=f"g{n}-r{rep}", distinct_pages=True, share_missing=0.05)
                     slowest = max(plan, key=lambda u: u.delay_ms or 0.0)
                     await settle(0.05)
                     alone = await fetch_alone(web.url(slowest, by_name=False))
+                    encoded = _texts_encoded(entailer)
                     t0 = time.perf_counter()
                     verdict = await guard.check(
                         build_answer(web, plan, quoted=quoted), question=QUESTION
                     )
                     took = time.perf_counter() - t0
+                    model_texts += _texts_encoded(entailer) - encoded
                     by_model += sum(
                         1
                         for c in verdict.citations
@@ -91,6 +94,7 @@ async def guard_latency(cfg: Config, ctx: Context) -> dict[str, Any]:
                     "ratio_max": round(max(s["ratio"] for s in samples), 4),
                     "statuses": dict(statuses),
                     "judged_by_model_per_answer": round(by_model / reps, 1),
+                    "model_texts_per_answer": round(model_texts / reps, 1),
                     "samples": samples,
                 }
     timeout_row = await _timeout_answer(cfg, ctx)
@@ -126,6 +130,11 @@ async def guard_latency(cfg: Config, ctx: Context) -> dict[str, Any]:
             "verified quote or a word-for-word copy needs none)",
         ],
     }
+
+
+def _texts_encoded(entailer: object) -> int:
+    """Texts the local model has encoded so far (0 for another backend or none)."""
+    return int(getattr(entailer, "texts_encoded", 0))
 
 
 async def _timeout_answer(cfg: Config, ctx: Context) -> dict[str, Any]:

@@ -155,11 +155,32 @@ def _stem_long(word: str) -> str:
 
 def content_words(text: str) -> list[str]:
     """Stemmed tokens that are not stop words and not negation cues, in order."""
+    if len(text) <= _MEMO_CHARS:
+        return list(_content_words_memo(text))
+    return _content_words(text)
+
+
+#: Texts up to this many characters (a sentence, a claim, an evidence window) have their
+#: content words and numbers read once, and a (claim, window) pair its consistency facts: the
+#: local entailer reads each evidence sentence ~4 times a pair (its windows, their consistency
+#: facts, the units it ranks, the scorer's own consistency read of the same evidence) and each
+#: claim part reads the same evidence again. Pure functions of their text, so a memo changes no
+#: result; bounded by entries and by this length (a longer text is read afresh).
+_MEMO_CHARS = 1_500
+_MEMO_ENTRIES = 1 << 13
+
+
+def _content_words(text: str) -> list[str]:
     return [
         stem(t)
         for t in tokens(text)
         if t not in STOPWORDS and t not in NEGATIONS and (len(t) > 1 or t.isdigit())
     ]
+
+
+@functools.lru_cache(maxsize=_MEMO_ENTRIES)
+def _content_words_memo(text: str) -> tuple[str, ...]:
+    return tuple(_content_words(text))
 
 
 def coverage(claim: str, evidence: str) -> float:
@@ -217,6 +238,17 @@ class NumberMention:
 def numbers(text: str) -> list[NumberMention]:
     """Numbers in ``text``, each read whole in its locale's form ("12.6", "6,100", "1.234,5",
     "1 234"), with percentages, currencies and scale words folded in, then spelled-out ones."""
+    if len(text) <= _MEMO_CHARS:
+        return list(_numbers_memo(text))
+    return _numbers(text)
+
+
+@functools.lru_cache(maxsize=_MEMO_ENTRIES)
+def _numbers_memo(text: str) -> tuple[NumberMention, ...]:
+    return tuple(_numbers(text))
+
+
+def _numbers(text: str) -> list[NumberMention]:
     out: list[NumberMention] = []
     for q in read_numbers(text):
         first = q.readings[0]
@@ -348,6 +380,17 @@ def _quoted(sentence: str) -> str:
 
 def check_consistency(claim: str, evidence: str) -> Consistency:
     """Compare ``claim`` with ``evidence``: coverage, numbers, years, names and negation."""
+    if len(claim) <= _MEMO_CHARS and len(evidence) <= _MEMO_CHARS:
+        return _consistency_memo(claim, evidence)
+    return _check_consistency(claim, evidence)
+
+
+@functools.lru_cache(maxsize=_MEMO_ENTRIES // 4)
+def _consistency_memo(claim: str, evidence: str) -> Consistency:
+    return _check_consistency(claim, evidence)
+
+
+def _check_consistency(claim: str, evidence: str) -> Consistency:
     claim = clean_claim(claim)
     claim_words = set(content_words(claim))
     ev_words = set(content_words(evidence))

@@ -7,7 +7,7 @@ import asyncio
 import functools
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -15,7 +15,7 @@ from citeguard.checks._consistency import clean_claim, content_words
 from citeguard.checks.bands import SupportBands, whole_page_bands
 from citeguard.checks.entail.base import _BAND_WORDS, EntailmentRequest, Pair, _empty_score
 from citeguard.checks.entail.executor import _ExecutorOwner
-from citeguard.checks.entail.windows import _candidate_windows, _shortlist, _Window, _yield_gil
+from citeguard.checks.entail.windows import Pacer, _candidate_windows, _shortlist, _Window
 from citeguard.checks.minilm import TORCH_ENCODER, bundled_model_path, quiet_model_load
 from citeguard.errors import EntailerError, MissingExtraError
 from citeguard.models import EntailmentLabel, EntailmentScore
@@ -77,7 +77,11 @@ def _bigram_set(words: Sequence[str]) -> set[tuple[str, str]]:
 
 
 def support_input(
-    claim: str, evidence: str, policy: EntailmentPolicy | None = None
+    claim: str,
+    evidence: str,
+    policy: EntailmentPolicy | None = None,
+    *,
+    pace: Callable[[], None] | None = None,
 ) -> tuple[_Window, str] | None:
     """What :class:`LocalEntailer`'s cross-encoder reads for one pair, and the window to report.
 
@@ -86,13 +90,14 @@ def support_input(
     form the evidence text. The window reported (and whose consistency facts decide) is the one
     holding the best sentence. ``None`` when the claim has no content words or there is no
     evidence. ``benchmarks/train_support.py`` builds its training inputs with this function.
+    ``pace``: called between windows to let the event loop run (:class:`Pacer`).
     """
     policy = policy or EntailmentPolicy()
     text = clean_claim(claim)
     words = content_words(text)
     if not words:
         return None
-    windows = _candidate_windows(text, evidence, policy)
+    windows = _candidate_windows(text, evidence, policy, pace=pace)
     if not windows:
         return None
     claim_set, claim_bigrams = set(words), _bigram_set(words)
@@ -254,14 +259,26 @@ class LocalEntailer(_ExecutorOwner):
 
     async def score_requests(self, requests: Sequence[EntailmentRequest]) -> list[EntailmentScore]:
         """Score each request (in the worker thread); evidence found on a whole page is read
-        with the whole-page bands (:attr:`whole_page_bands`)."""
+        with the whole-page bands (:attr:`whole_page_bands`). Requests asking the same thing
+        (claim or claim part, evidence, kind) are scored once: each gets its own copy."""
         if not requests:
             return []
-        pairs = [(r.claim, r.evidence) for r in requests]
-        whole = [r.whole_page for r in requests]
+        asked = [(r.claim, r.evidence, r.whole_page) for r in requests]
+        distinct = list(dict.fromkeys(asked))
+        pairs = [(claim, evidence) for claim, evidence, _ in distinct]
+        whole = [w for _, _, w in distinct]
         loop = asyncio.get_running_loop()
         run = functools.partial(self._score_sync, pairs, whole)
-        return await loop.run_in_executor(self._pool(), run)
+        scores = dict(zip(distinct, await loop.run_in_executor(self._pool(), run), strict=True))
+        if len(distinct) == len(asked):
+            return [scores[a] for a in asked]
+        return [scores[a].model_copy() for a in asked]
+
+    @property
+    def texts_encoded(self) -> int:
+        """Texts that went through the model so far (claims, claim parts and evidence units
+        not found among the embeddings already kept)."""
+        return 0 if self._support is None else int(self._support[1].texts_encoded)
 
     async def features(self, pairs: Sequence[tuple[str, str]]) -> list[list[dict[str, float]]]:
         """Per pair, the feature mapping of each window scored (for tuning and diagnosis).
@@ -362,15 +379,16 @@ class LocalEntailer(_ExecutorOwner):
         windows: list[_Window | None] = []
         scorer = self._scorer()
         whole = list(whole_page or [False] * len(pairs))
+        pace = Pacer()
         for claim, evidence in pairs:
             # a long evidence text is read through its shared lexicon: the units that can matter
             lexicon = scorer.lexicon(evidence)
             if lexicon is not None:
                 text = clean_claim(claim)
                 evidence = lexicon.reduced(text, content_words(text))
-            got = support_input(claim, evidence, self._policy)
+            got = support_input(claim, evidence, self._policy, pace=pace)
             windows.append(None if got is None else got[0])
-            _yield_gil()
+            pace()
         todo = [i for i, w in enumerate(windows) if w is not None]
         results = scorer.score([pairs[i] for i in todo]) if todo else []
         by_index = dict(zip(todo, results, strict=True))
