@@ -3,7 +3,7 @@ aggregation, a calibration over lexical coverage, measured as the ROC AUC of P(s
 
     python -m benchmarks.whole_page_levers     # writes "levers" into results/whole_page_bands.json
 
-Rows: AB-long's held-out half (:func:`benchmarks.bench_longpage_bands.ab_long_rows`), the
+Rows: AB-long's held-out half (:func:`benchmarks.ab_long.ab_long_rows`), the
 shipped model (it never saw them). Decisions were taken on the **band-dev** rows (questions
 with an even sha1; the calibration out of fold over them, folds by question); the **report**
 rows are shown for the record. Each variant scores the claim as the guard judges it (citation

@@ -8,7 +8,7 @@ but ``benchmarks/bench_support_bands.py --calibrate`` already scores that half *
 pages:
 
 1. each AB tune row's evidence placed inside a real page's text (as
-   :func:`benchmarks.bench_longpage_bands.ab_long_rows` does for the held-out half), and its
+   :func:`benchmarks.ab_long.ab_long_rows` does for the held-out half), and its
    whole-page evidence found by the guard's own steps (:func:`guard_evidence`: the page
    extracted, the claim without its citation artefacts, :func:`~citeguard.checks.evidence.
    claim_evidence` after the page's metadata);
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import bench_longpage_bands as blb
+from benchmarks import ab_long as blb
 from benchmarks import bench_support_bands as bsb
 from benchmarks import train_support as ts
 
