@@ -145,6 +145,14 @@ class ExtractStage:
         the child is ready, and closing the stage before then kills the child mid-start."""
         self._start_worker()
 
+    async def aclose(self) -> None:
+        """:meth:`close`, then wait (in a thread, off the loop) until the extraction children
+        are gone: no process or pipe of this stage outlives it."""
+        worker = self._worker
+        self.close()
+        if worker is not None:
+            await asyncio.to_thread(worker.shutdown, True)
+
     async def warm_up(self) -> None:
         """Start the extraction child now and wait until it is ready (a service's start-up),
         unless this stage extracts in a given executor or in its thread."""

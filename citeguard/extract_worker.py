@@ -299,15 +299,10 @@ class ProcessExtractor(Executor):
         self._fail_all(ExtractorShutDown("the ProcessExtractor was shut down"))
         if proc is not None:
             self._gone()
-            with contextlib.suppress(OSError):
-                assert proc.stdin is not None
-                proc.stdin.close()  # the child exits at end of input
-            try:
-                proc.wait(timeout=5.0)
-            except subprocess.TimeoutExpired:
-                _kill(proc)
-            if proc.stdout is not None:
-                proc.stdout.close()
+            # no job is in flight here and the child keeps no state: killed and reaped now
+            # rather than left to read the end of its input (niced, on a busy machine that
+            # took seconds, its pipes open all the while)
+            _kill(proc)
 
 
 class _Call:

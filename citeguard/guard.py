@@ -196,8 +196,8 @@ class Guard:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the connection pool, the judges, the entailer's executor and the extract
-        thread."""
+        """Close the connection pool, the judges, the entailer's executor, the extract thread
+        and the extraction children (waited for, off the loop)."""
         if self._fetcher is not None:
             await self._fetcher.aclose()
             self._fetcher = None
@@ -211,7 +211,7 @@ class Guard:
         if self._cascade is not None:
             await self._cascade.aclose()
             self._cascade = None
-        self._pages.close()
+        await self._pages.aclose()
         if self._case_log is not None:
             await self._case_log.aclose()
 

@@ -21,8 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 # a fresh venv's install from the index (onnxruntime, numpy, ...) takes minutes on a busy box
-# one worker runs this module: the base venv (~30 s to build) is built once, not once per worker
-pytestmark = [pytest.mark.timeout(900), pytest.mark.xdist_group("base_install")]
+pytestmark = pytest.mark.timeout(900)
 
 # runs inside the base venv: a loopback page, an answer that quotes it, Guard().check and the CLI
 SCRIPT = r"""

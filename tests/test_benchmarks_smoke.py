@@ -30,9 +30,9 @@ pytestmark = [
     # the module's fixture runs every scenario (~60 s on a 2-core machine), inside the first
     # test's time
     pytest.mark.timeout(600),
-    # one worker runs the module, so the fixture runs once; beside the other tests (it asserts
-    # the results' shapes, no timing: a loaded machine changes figures, not shapes)
-    pytest.mark.xdist_group("benchmarks_smoke"),
+    # scripts/test gives each worker whole files (--dist loadfile), so the fixture runs once,
+    # beside the other files (it asserts the results' shapes, no timing: a loaded machine
+    # changes figures, not shapes)
 ]
 
 

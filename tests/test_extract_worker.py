@@ -352,5 +352,31 @@ async def test_async_with_does_not_wait_for_the_child_and_closing_stops_it(
         verdict = await g.check(f"{CLAIM}\n\n[1] {url}\n")
         assert worker.completed == 0  # extracted in the thread
     assert verdict.citations[0].status is CitationStatus.OK
-    worker.shutdown(wait=True)  # the Guard closed it without waiting: join its lanes here
-    assert all(_gone(int(p)) for p in pids.read_text().split())
+    assert all(_gone(int(p)) for p in pids.read_text().split())  # closing the Guard stopped them
+
+
+def _extraction_children() -> set[int]:
+    """This process's live children running the extraction worker (from /proc)."""
+    out = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"extract_worker" in cmd:
+            out.add(int(entry))
+    return out
+
+
+async def test_no_extraction_child_outlives_the_guard(farm: Farm) -> None:
+    others = _extraction_children()  # (another test's, if any: not this Guard's)
+    async with Guard(_policy(), resolver=farm.resolver, now=lambda: NOW) as g:
+        await g.warm_up()
+        mine = _extraction_children() - others
+        assert len(mine) == 2  # Policy.fetch.extract_processes
+    assert not mine & _extraction_children()  # before: left to read the end of their input

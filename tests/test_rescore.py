@@ -46,10 +46,6 @@ LIBRARY = """<html><head><title>George Eliot</title></head><body><main>
 N_CASES = 8
 
 
-# one worker runs this module: its local Ray starts once, not once per worker
-pytestmark = pytest.mark.xdist_group("ray")
-
-
 def _policy() -> Policy:
     fetch = FetchPolicy(
         allow_private_addresses=True, url_timeout=3.0, answer_deadline=5.0, retries=0

@@ -38,8 +38,7 @@ openai = pytest.importorskip("openai")
 
 CLASS = "citeguard.integrations.litellm.CiteguardGuardrail"
 MODELS = ["good", "dead", "dead_second", "misquoted", "misquoted_alone", "annotated"]
-# one worker runs this module: its proxy (~8 s to start) starts once, not once per worker
-pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("litellm")]
+pytestmark = pytest.mark.timeout(600)
 
 
 def _closed_port() -> str:

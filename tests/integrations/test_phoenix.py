@@ -33,8 +33,7 @@ NEEDED = ("phoenix", "opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.htt
 
 # Phoenix's start (migrations on a fresh database) and the local model's first load are slow on
 # a loaded two-core machine; every wait inside has its own deadline.
-# one worker runs this module: its Phoenix server starts once, not once per worker
-pytestmark = [pytest.mark.timeout(420), pytest.mark.xdist_group("phoenix")]
+pytestmark = pytest.mark.timeout(420)
 
 Span = Mapping[str, Any]
 
