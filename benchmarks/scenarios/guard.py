@@ -43,6 +43,7 @@ async def guard_latency(cfg: Config, ctx: Context) -> dict[str, Any]:
             resolver=web.resolver(),
             now=lambda: NOW,
         ) as guard:
+            await guard.warm_up()  # a service's steady state: the extraction children are up
             # warm-up: imports, thread pools, the model, connection set-up code paths
             for k in range(2):
                 warm = web.plan(5, tag=f"warm-{mode}-{k}", distinct_pages=True)
