@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from citeguard.checks.passage import find_paraphrase, find_passage, prepare_text
@@ -132,6 +132,9 @@ TIGHT = FetchPolicy(
     st.sampled_from(["text/html", "application/pdf", "text/plain", None, "image/png"]),
     st.booleans(),
 )
+# found by a CI run: a plain-text body of only a byte-order mark was kind "text" with main_text ""
+@example(b"\xfe\xff", "text/plain", False)
+@example(b"\xef\xbb\xbf \n", "text/plain", True)
 def test_extract_page_never_raises(body: bytes, content_type: str | None, tight: bool) -> None:
     page = extract_page(
         body,

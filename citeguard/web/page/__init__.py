@@ -211,6 +211,8 @@ def extract_page(
         text, charset = _decode(raw_bytes, header_charset, sniff_meta=kind == "html")
     if kind == "text":
         plain = text.replace("\r\n", "\n").replace("\r", "\n")
+        if not plain.strip():  # a body of only a byte-order mark, say
+            return Page(url=url, kind="empty", charset=charset)
         modified = _plausible(parse_date(lowered.get("last-modified")), now)
         return Page(
             url=url,
