@@ -132,7 +132,10 @@ def _alive(pid: int) -> bool:
 def _meet(here: Path, me: str, other: str) -> list[str]:
     """A job that says it has started (a file named ``me``) and ends only once the job named
     ``other`` has started too: two of them end only if they run at the same time."""
-    wait = f'touch "{here / me}"; while [ ! -e "{here / other}" ]; do sleep 0.01; done'
+    wait = (
+        f'touch "{here / me}"; i=0; while [ ! -e "{here / other}" ]; do '
+        'i=$((i + 1)); [ "$i" -lt 3000 ] || exit 1; sleep 0.01; done'
+    )  # (gives up after ~30 s: no shell left polling after a failed run)
     return ["sh", "-c", wait]
 
 
