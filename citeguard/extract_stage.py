@@ -129,16 +129,6 @@ class ExtractStage:
         """The extraction child this stage started, if any."""
         return self._worker
 
-    def close(self) -> None:
-        """Shut down the extraction thread and child this stage started (a given executor is
-        left)."""
-        if self._owned_executor is not None:
-            self._owned_executor.shutdown(wait=False, cancel_futures=True)
-            self._owned_executor = None
-        if self._worker is not None:
-            self._worker.shutdown(wait=False, cancel_futures=True)
-            self._worker = None
-
     def start(self) -> None:
         """Start the extraction child in the background (``async with Guard(...)``), unless
         this stage extracts in a given executor or in its thread: pages go to the thread until
@@ -146,11 +136,15 @@ class ExtractStage:
         self._start_worker()
 
     async def aclose(self) -> None:
-        """:meth:`close`, then wait (in a thread, off the loop) until the extraction children
-        are gone: no process or pipe of this stage outlives it."""
-        worker = self._worker
-        self.close()
+        """Shut down the extraction thread and child this stage started (a given executor is
+        left), waiting (in a thread, off the loop) until the children are gone: no process or
+        pipe of this stage outlives it."""
+        if self._owned_executor is not None:
+            self._owned_executor.shutdown(wait=False, cancel_futures=True)
+            self._owned_executor = None
+        worker, self._worker = self._worker, None
         if worker is not None:
+            worker.shutdown(wait=False, cancel_futures=True)  # queued jobs cancelled now
             await asyncio.to_thread(worker.shutdown, True)
 
     async def warm_up(self) -> None:

@@ -175,8 +175,10 @@ class Guard:
 
     async def _warm(self, *, wait_for_extraction: bool) -> None:
         # the extraction child (Policy.fetch.extract_in) starts while the model loads
-        extraction = asyncio.ensure_future(self._pages.warm_up()) if wait_for_extraction else None
-        if extraction is None:
+        extraction = None
+        if wait_for_extraction:
+            extraction = asyncio.ensure_future(self._pages.warm_up())
+        else:
             self._pages.start()
         # the public-suffix list is read on first use (~10-20 ms of Python): in a thread now,
         # not on the loop inside the first check that meets a host name
