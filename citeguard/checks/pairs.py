@@ -154,7 +154,7 @@ async def _verify_pairs(
     work: Sequence[tuple[_Pair, ExtractedPage]],
     policy: Policy,
     *,
-    judged: bool,
+    floor: float | None,
     serial: asyncio.Lock | None = None,
     budget: _TurnBudget | None = None,
 ) -> None:
@@ -166,7 +166,7 @@ async def _verify_pairs(
 
     def run(items: Sequence[tuple[_Pair, ExtractedPage]]) -> None:
         for pair, ext in items:
-            verify_pair(pair, ext, policy, judged=judged)
+            verify_pair(pair, ext, policy, floor=floor)
 
     done = 0
     if all(ext.indexed for _, ext in work):
@@ -174,7 +174,7 @@ async def _verify_pairs(
         until = (budget or _TurnBudget()).until()
         while done < len(work) and clock() < until:
             pair, ext = work[done]
-            verify_pair(pair, ext, policy, judged=judged)
+            verify_pair(pair, ext, policy, floor=floor)
             done += 1
     if done < len(work):
         async with serial or contextlib.nullcontext():
@@ -246,13 +246,29 @@ def _failed_passage(match: PassageMatch, quoted: bool) -> tuple[CitationStatus, 
     return CitationStatus.PASSAGE_MISSING, match.reason or "paraphrase drifts too far from the page"
 
 
-def _relevant(pair: _Pair, match: PassageMatch, policy: Policy) -> bool:
+# The relevance floor for an entailer that never rejects (see PassagePolicy.relevance_floor).
+LEXICAL_FLOOR = 0.08
+
+
+def relevance_floor(policy: Policy, entailer: object | None) -> float | None:
+    """The share of a paraphrase's content words a page must hold for ``entailer`` to judge it
+    when the passage step cannot place it (``None``: no entailer judges, the passage step
+    decides). ``PassagePolicy.relevance_floor`` when set; otherwise 0 for an entailer that can
+    reject (it decides), :data:`LEXICAL_FLOOR` for one that cannot (``can_reject`` False)."""
+    if entailer is None:
+        return None
+    if policy.passage.relevance_floor is not None:
+        return policy.passage.relevance_floor
+    return 0.0 if getattr(entailer, "can_reject", True) else LEXICAL_FLOOR
+
+
+def _relevant(pair: _Pair, match: PassageMatch, floor: float) -> bool:
     """Whether a paraphrase below the threshold still covers enough of the page to judge."""
     return (
         not pair.quote
         and match.how == "paraphrase"
         and not match.altered
-        and match.score >= policy.passage.relevance_floor * 100.0
+        and match.score >= floor * 100.0
     )
 
 
@@ -354,13 +370,15 @@ def build_pairs(answer: Answer) -> list[_Pair]:
     return pairs
 
 
-def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, judged: bool) -> None:
+def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, floor: float | None) -> None:
     """The passage step for one pair on a page that resolved: find the quote or paraphrase,
     settle what a verified quote settles, and pick the evidence the entailer will read.
-    ``judged`` says whether an entailer will see the pair. Sub-millisecond for typical pages
+    ``floor``: ``None`` when no entailer will see the pair, else its relevance floor
+    (:func:`relevance_floor`). Sub-millisecond for typical pages
     (the page's text was normalised once, off the loop, when it was extracted)."""
     pair.verified = True
     page = ext.page
+    judged = floor is not None
     if pair.quote and quotes_page_title(pair.quote, page):
         # the claim names the page by its title: metadata, judged with the rest of the claim
         pair.quote = None
@@ -370,7 +388,7 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, judged: bool
         match = _passage_for(pair, ext, policy)
         pair.passage = match
         failed = _failed_passage(match, quoted=bool(pair.quote))
-        if failed is not None and judged and _relevant(pair, match, policy):
+        if failed is not None and floor is not None and _relevant(pair, match, floor):
             # a paraphrase the passage step could not place: the entailer decides on the
             # whole page (where a long page states it, its parts may stand far apart)
             _judge_on_page(pair, ext)
@@ -609,10 +627,10 @@ class EarlyValidity:
         ext = await asyncio.shield(job)
         if ext is None or ext.page.kind == "unsupported":
             return  # check_validity gives the status
-        judged = self._entailer is not None
+        floor = relevance_floor(self._policy, self._entailer)
         work = [(pair, ext) for pair in self._by_url[url] if not pair.verified]
         await _verify_pairs(
-            work, self._policy, judged=judged, serial=self._serial, budget=self._inline
+            work, self._policy, floor=floor, serial=self._serial, budget=self._inline
         )
         if self._entailer is not None:
             self._pending.extend(p for p in self._by_url[url] if _wants_score(p))

@@ -30,6 +30,7 @@ from citeguard.checks.pairs import (
     build_pairs,
     claim_text_without_markers,
     judge_uncertain,
+    relevance_floor,
     score_pairs,
     verify_pair,
 )
@@ -168,7 +169,7 @@ async def check_validity(
         work = await asyncio.to_thread(_unverified, pairs, url_status, extracted)
     else:
         work = _unverified(pairs, url_status, extracted)
-    await _verify_pairs(work, policy, judged=judge is not None)
+    await _verify_pairs(work, policy, floor=relevance_floor(policy, judge))
 
     # 3. entailment, batched across the whole answer (and begun per page as pages arrived)
     if early is not None:
@@ -769,6 +770,7 @@ __all__ = [
     "check_validity",
     "claim_text_without_markers",
     "judge_uncertain",
+    "relevance_floor",
     "score_pairs",
     "uncited_references",
     "verify_pair",

@@ -13,6 +13,7 @@ from citeguard.checks.entail import Entailer
 from citeguard.checks.validity import (
     ExtractedPage,
     ScoreCache,
+    relevance_floor,
     score_pairs,
     verify_pair,
 )
@@ -253,7 +254,9 @@ class Repairer:
                 if base is None or ext is None:
                     continue
                 trial = _trial(base, c.url)
-                verify_pair(trial, ext, self._policy, judged=self._entailer is not None)
+                verify_pair(
+                    trial, ext, self._policy, floor=relevance_floor(self._policy, self._entailer)
+                )
                 trials.append((k, c, trial))
         return trials
 
@@ -310,7 +313,9 @@ class Repairer:
                 continue
             claim_text = f.claim_text.replace(f.quote, fixed, 1)
             trial = _trial(f.pair, f.url, quote=fixed, claim_text=claim_text)
-            verify_pair(trial, ext, self._policy, judged=self._entailer is not None)
+            verify_pair(
+                trial, ext, self._policy, floor=relevance_floor(self._policy, self._entailer)
+            )
             out[k] = (fixed, trial)
         return out
 

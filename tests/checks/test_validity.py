@@ -84,12 +84,15 @@ async def _check(
     return report.status, approver
 
 
+OLD_FLOOR = 0.08  # the default before the hard-reject review (benchmarks/hard_rejects.py)
+
+
 def test_the_claims_sit_where_the_tests_need_them() -> None:
-    # below the paraphrase threshold, above the relevance floor; and nothing relevant at all
+    # below the paraphrase threshold, above the old relevance floor; and nothing relevant at all
     policy = PassagePolicy()
     loose = find_paraphrase(LOOSE, TEXT).score / 100
-    assert policy.relevance_floor <= loose < policy.paraphrase_threshold
-    assert find_paraphrase(UNRELATED, TEXT).score / 100 < policy.relevance_floor
+    assert OLD_FLOOR <= loose < policy.paraphrase_threshold
+    assert find_paraphrase(UNRELATED, TEXT).score / 100 < OLD_FLOOR
 
 
 async def test_a_loose_paraphrase_of_a_relevant_page_is_judged_not_blocked(farm: Farm) -> None:
@@ -100,10 +103,35 @@ async def test_a_loose_paraphrase_of_a_relevant_page_is_judged_not_blocked(farm:
     assert "George Eliot" in evidence  # the page's text, for the entailer to window
 
 
-async def test_a_page_with_nothing_relevant_stays_passage_missing(farm: Farm) -> None:
-    status, approver = await _check(farm, UNRELATED)
+async def test_under_a_floor_a_page_with_nothing_relevant_is_passage_missing(farm: Farm) -> None:
+    status, approver = await _check(farm, UNRELATED, floor=OLD_FLOOR)
     assert status is CitationStatus.PASSAGE_MISSING
     assert approver.asked == []
+
+
+async def test_by_default_the_entailer_judges_a_paraphrase_the_page_barely_covers(
+    farm: Farm,
+) -> None:
+    # a paraphrase with almost no words of the page is not rejected by the lexical step: the
+    # entailer (here one that supports everything) decides, and a real one rejects what it can
+    # show unsupported
+    status, approver = await _check(farm, UNRELATED)
+    assert status is CitationStatus.OK
+    ((claim, _evidence),) = approver.asked
+    assert "Lima" in claim
+
+
+async def test_the_local_model_rejects_a_claim_the_page_holds_nothing_of(farm: Farm) -> None:
+    # what the floor used to reject, the default entailer rejects with its own evidence
+    url = farm.add("books.example.com", "/middlemarch-local", body=PAGE)
+    fetch = FetchPolicy(allow_private_addresses=True, url_timeout=3.0, answer_deadline=10.0)
+    async with Guard(Policy(fetch=fetch), resolver=farm.resolver, now=lambda: NOW) as g:
+        verdict = await g.check(f"{UNRELATED} [1]\n\n[1] {url}\n")
+    (report,) = verdict.citations
+    assert report.status is CitationStatus.NOT_ENTAILED, report.reason
+    assert "does not support" in report.reason
+    (claim,) = verdict.claims
+    assert claim.label == "not_supported"
 
 
 async def test_without_an_entailer_a_loose_paraphrase_is_passage_missing(farm: Farm) -> None:

@@ -65,6 +65,13 @@ class WordOverlapEntailer:
         # reports it as a finding, so a verdict says how its claims were judged
         self.fallback = fallback
 
+    @property
+    def can_reject(self) -> bool:
+        """Whether this entailer ever says ``not_supported`` (its calibrated bands have no
+        rejection band: a paraphrase the page barely covers is then rejected by the passage
+        step's relevance floor, :func:`citeguard.checks.pairs.relevance_floor`)."""
+        return self.bands.reject_below > 0.0
+
     async def score(self, pairs: Sequence[tuple[str, str]]) -> list[EntailmentScore]:
         """Score each pair by content-word recall."""
         return await asyncio.to_thread(self._score_sync, list(pairs))
