@@ -230,3 +230,19 @@ def test_the_score_cache_is_bounded_and_least_recently_used() -> None:
     assert len(cache) == 2
     assert cache.get(("x", "b", "e")) is None
     assert cache.get(("x", "a", "e")) is score
+
+
+def test_the_relevance_floor_follows_whether_the_entailer_can_reject() -> None:
+    from citeguard.checks.entail import WordOverlapEntailer
+    from citeguard.checks.pairs import LEXICAL_FLOOR, relevance_floor
+
+    policy = Policy()
+    overlap = WordOverlapEntailer()
+    assert not overlap.can_reject  # its calibrated bands reject nothing
+    assert relevance_floor(policy, None) is None
+    assert relevance_floor(policy, Approver()) == 0.0  # no can_reject: an entailer decides
+    assert relevance_floor(policy, overlap) == LEXICAL_FLOOR
+    # a word-overlap cut that rejects can decide for itself
+    assert relevance_floor(policy, WordOverlapEntailer(threshold=0.5)) == 0.0
+    pinned = Policy(passage=PassagePolicy(relevance_floor=0.2))
+    assert relevance_floor(pinned, overlap) == relevance_floor(pinned, Approver()) == 0.2
