@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # The word list, tokenizer and sentence splitter live in citeguard.text; they are re-exported
@@ -433,6 +434,28 @@ def _stated_otherwise(claim: str, n: NumberMention, sentence: str, e: NumberMent
     )
 
 
+def _conflict(
+    claim: str, n: NumberMention, aligned: Sequence[tuple[NumberMention, str]]
+) -> tuple[NumberMention, str] | None:
+    """The aligned evidence number (and its sentence) that states another value of the
+    quantity the claim's number ``n`` is, if any: a number of the same kind (a year, the same
+    unit, the same noun) in a sentence about the same thing (:func:`_stated_otherwise`), when
+    ``n`` is no range end or bound and no aligned number of that kind states ``n`` less
+    precisely ("78.1" for "78.15")."""
+    if _loose(claim, n):
+        return None
+    same_kind = [
+        (e, sent)
+        for e, sent in aligned
+        if (n.is_year and e.is_year)
+        or (n.unit and n.unit == e.unit)
+        or (n.noun and n.noun == e.noun and not n.is_year and not e.is_year)
+    ]
+    if any(backs(_readings(e), _readings(n), scale=e.scale) for e, _ in same_kind):
+        return None
+    return next(((e, s) for e, s in same_kind if _stated_otherwise(claim, n, s, e)), None)
+
+
 def check_consistency(claim: str, evidence: str) -> Consistency:
     """Compare ``claim`` with ``evidence``: coverage, numbers, years, names and negation."""
     if len(claim) <= _MEMO_CHARS and len(evidence) <= _MEMO_CHARS:
@@ -485,21 +508,10 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
         # Same quantity, different number: the aligned sentence talks about the same thing
         # (most claim words present) and has a number of the same kind with another value.
         # Every plausible reading of both differs (checked above against the whole evidence).
-        if best_cov >= 0.6 and not _loose(claim, n):
-            same_kind = [
-                (e, sent)
-                for e, sent in aligned_numbers
-                if (n.is_year and e.is_year)
-                or (n.unit and n.unit == e.unit)
-                or (n.noun and n.noun == e.noun and not n.is_year and not e.is_year)
-            ]
-            # a less precise statement of the same value ("78.1" for "78.15") is no change
-            if not any(backs(_readings(e), _readings(n), scale=e.scale) for e, _ in same_kind):
-                for e, sent in same_kind:
-                    if _stated_otherwise(claim, n, sent, e):
-                        conflicts.append((n.text, e.text))
-                        conflict_sentences.append(sent)
-                        break
+        found = _conflict(claim, n, aligned_numbers) if best_cov >= 0.6 else None
+        if found is not None:
+            conflicts.append((n.text, found[0].text))
+            conflict_sentences.append(found[1])
 
     ev_lower = evidence.lower()
     ev_stems = {stem(t) for t in tokens(evidence)}
