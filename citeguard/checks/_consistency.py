@@ -456,6 +456,22 @@ def _conflict(
     return next(((e, s) for e, s in same_kind if _stated_otherwise(claim, n, s, e)), None)
 
 
+def _related_numbers(
+    claim_words: set[str], sents: Sequence[str], sent_words: Sequence[set[str]]
+) -> list[NumberMention]:
+    """The evidence numbers that can state a claim's value: a year anywhere (the page's date
+    line, a heading), any other number only in a sentence about something the claim is about
+    (it shares a word with the claim, numbers aside): "Paragraph 15 lists ..." does not state
+    the claim's "15%"."""
+    terms = {w for w in claim_words if not any(ch.isdigit() for ch in w)}
+    return [
+        e
+        for sent, words in zip(sents, sent_words, strict=True)
+        for e in numbers(sent)
+        if e.is_year or not terms or terms & words
+    ]
+
+
 def check_consistency(claim: str, evidence: str) -> Consistency:
     """Compare ``claim`` with ``evidence``: coverage, numbers, years, names and negation."""
     if len(claim) <= _MEMO_CHARS and len(evidence) <= _MEMO_CHARS:
@@ -498,16 +514,26 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
     conflicts: list[tuple[str, str]] = []
     conflict_sentences: list[str] = []
     claim_numbers = numbers(claim)
+    related: list[NumberMention] | None = None
     for n in claim_numbers:
-        if any(_same_number(n, e) for e in ev_numbers):
+        stated = any(_same_number(n, e) for e in ev_numbers)
+        if stated and best_cov < 0.6:
             continue
-        # Spelled-out small numbers ("two reasons") are too often loose paraphrase for their
-        # absence to mean anything; a different count of the same thing still conflicts.
-        if not n.text.isalpha():
+        if stated:
+            related = (
+                _related_numbers(claim_words, sents, sent_words) if related is None else related
+            )
+            if any(_same_number(n, e) for e in related):
+                continue
+            # stated only where the page is about something else: not missing (what the
+            # support model was fitted on), but no bar to a conflict with the aligned sentence
+        elif not n.text.isalpha():
+            # Spelled-out small numbers ("two reasons") are too often loose paraphrase for
+            # their absence to mean anything; a different count of the same thing still
+            # conflicts.
             missing.append(n.text)
         # Same quantity, different number: the aligned sentence talks about the same thing
         # (most claim words present) and has a number of the same kind with another value.
-        # Every plausible reading of both differs (checked above against the whole evidence).
         found = _conflict(claim, n, aligned_numbers) if best_cov >= 0.6 else None
         if found is not None:
             conflicts.append((n.text, found[0].text))

@@ -236,6 +236,12 @@ def test_consistency_no_conflict_without_one_value_of_the_same_thing(
             "Gold play buttons are awarded at 1 million subscribers.",
             ("2 million", "1 million"),
         ),
+        # the claim's value stands on the page only where it is about something else
+        (
+            "Container traffic at the port rose by 15% in 2024.",
+            "Paragraph 15 lists shelf 7. Container traffic at the port rose by 12% in 2024.",
+            ("15%", "12%"),
+        ),
     ],
 )
 def test_consistency_one_other_value_of_the_same_thing_conflicts(
