@@ -12,6 +12,7 @@ facts and the entailer weighs them.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Sequence
@@ -394,7 +395,8 @@ _BOUND_BEFORE = re.compile(
 )
 # A clause of the claim: what one number in it is about ("the Silver button is awarded at
 # 100,000", "the Gold button at 1 million").
-_CLAUSE_BREAK = re.compile(r"[;,:]|\b(?:while|whereas|but|and)\b", re.IGNORECASE)
+_MAX_CLAIM_NUMBERS = 64
+_CLAUSE_BREAK = re.compile(r"[;:]|,(?!\d)|\b(?:while|whereas|but|and)\b", re.IGNORECASE)
 
 
 def _loose(text: str, n: NumberMention) -> bool:
@@ -406,42 +408,42 @@ def _loose(text: str, n: NumberMention) -> bool:
     )
 
 
-def _clause(text: str, n: NumberMention) -> str:
-    """The clause of ``text`` the number at ``n`` stands in."""
-    start = 0
-    end = len(text)
-    for m in _CLAUSE_BREAK.finditer(text):
-        if m.end() <= n.start:
-            start = m.end()
-        elif m.start() >= n.end:
-            end = m.start()
-            break
+def _clause(text: str, n: NumberMention, breaks: Sequence[tuple[int, int]]) -> str:
+    """The clause of ``text`` the number at ``n`` stands in (``breaks``: the spans of
+    :data:`_CLAUSE_BREAK` in ``text``, in order)."""
+    # the nearest breaks on either side; one that overlaps the number (": " in "10:30") is
+    # passed over, which only widens the clause (more names to find: fewer conflicts)
+    k = bisect.bisect_left(breaks, (n.start, n.start))
+    start = breaks[k - 1][1] if k > 0 and breaks[k - 1][1] <= n.start else 0
+    while k < len(breaks) and breaks[k][0] < n.end:
+        k += 1
+    end = breaks[k][0] if k < len(breaks) else len(text)
     return text[start:end]
 
 
-def _stated_otherwise(claim: str, n: NumberMention, sentence: str, e: NumberMention) -> bool:
-    """Whether ``sentence`` states another value for the quantity the claim's number ``n`` is:
-    the evidence number states one value (no range, no bound) and the sentence names what the
-    claim's clause names ("the Silver button at 100,000" is not changed by "the Gold button at 1
-    million")."""
-    if _loose(sentence, e):
-        return False
+def _names_in(names: Sequence[str], sentence: str) -> bool:
+    """Whether every name of ``names`` stands in ``sentence`` (as written, or word by stem)."""
+    if not names:
+        return True
     lower = sentence.lower()
     stems = {stem(t) for t in tokens(sentence)}
     return all(
-        name.lower() in lower or all(stem(t) in stems for t in tokens(name))
-        for name in entities(_clause(claim, n))
+        name.lower() in lower or all(stem(t) in stems for t in tokens(name)) for name in names
     )
 
 
 def _conflict(
-    claim: str, n: NumberMention, aligned: Sequence[tuple[NumberMention, str]]
+    claim: str,
+    n: NumberMention,
+    aligned: Sequence[tuple[NumberMention, str]],
+    breaks: Sequence[tuple[int, int]],
 ) -> tuple[NumberMention, str] | None:
     """The aligned evidence number (and its sentence) that states another value of the
     quantity the claim's number ``n`` is, if any: a number of the same kind (a year, the same
-    unit, the same noun) in a sentence about the same thing (:func:`_stated_otherwise`), when
-    ``n`` is no range end or bound and no aligned number of that kind states ``n`` less
-    precisely ("78.1" for "78.15")."""
+    unit, the same noun) that states one value (no range end, no bound) in a sentence that
+    names what the claim's clause names ("the Silver button at 100,000" is not changed by "the
+    Gold button at 1 million"); never when ``n`` is itself a range end or bound, or an aligned
+    number of that kind states it less precisely ("78.1" for "78.15")."""
     if _loose(claim, n):
         return None
     same_kind = [
@@ -451,9 +453,10 @@ def _conflict(
         or (n.unit and n.unit == e.unit)
         or (n.noun and n.noun == e.noun and not n.is_year and not e.is_year)
     ]
-    if any(backs(_readings(e), _readings(n), scale=e.scale) for e, _ in same_kind):
+    if not same_kind or any(backs(_readings(e), _readings(n), scale=e.scale) for e, _ in same_kind):
         return None
-    return next(((e, s) for e, s in same_kind if _stated_otherwise(claim, n, s, e)), None)
+    names = entities(_clause(claim, n, breaks))
+    return next(((e, s) for e, s in same_kind if not _loose(s, e) and _names_in(names, s)), None)
 
 
 def _related_numbers(
@@ -515,7 +518,9 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
     conflict_sentences: list[str] = []
     claim_numbers = numbers(claim)
     related: list[NumberMention] | None = None
-    for n in claim_numbers:
+    breaks = [m.span() for m in _CLAUSE_BREAK.finditer(claim)] if claim_numbers else []
+    # a claim of more numbers than this is a table, not a statement: its first ones are read
+    for n in claim_numbers[:_MAX_CLAIM_NUMBERS]:
         stated = any(_same_number(n, e) for e in ev_numbers)
         if stated and best_cov < 0.6:
             continue
@@ -534,7 +539,7 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
             missing.append(n.text)
         # Same quantity, different number: the aligned sentence talks about the same thing
         # (most claim words present) and has a number of the same kind with another value.
-        found = _conflict(claim, n, aligned_numbers) if best_cov >= 0.6 else None
+        found = _conflict(claim, n, aligned_numbers, breaks) if best_cov >= 0.6 else None
         if found is not None:
             conflicts.append((n.text, found[0].text))
             conflict_sentences.append(found[1])

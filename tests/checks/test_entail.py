@@ -912,3 +912,15 @@ async def test_guard_with_the_local_backend(local: LocalEntailer, farm: Farm) ->
     )
     assert not bad.passed
     assert bad.citations[0].status is CitationStatus.NOT_ENTAILED
+
+
+def test_consistency_stays_linear_on_claims_and_pages_of_numbers() -> None:
+    """A claim or a page that is nothing but numbers of one kind, clause breaks and names (every
+    claim number meets every evidence number of its kind): the number rules stay linear."""
+    from linear_time import assert_linear
+
+    unit = "Port Gold rose 12% in 2019, and Silver 15% in 2020; "
+    page = "Port Gold rose 14% in 2019 and Silver 17% in 2020. " * 40
+    claim = "Port Gold rose 12% in 2019, and Silver 15% in 2020."
+    assert_linear(lambda c: check_consistency(c, page), unit, base=2_000)
+    assert_linear(lambda e: check_consistency(claim, e), unit.replace(";", "."), base=2_000)
