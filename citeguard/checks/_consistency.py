@@ -335,6 +335,9 @@ class Consistency:
     sentence_coverage: float  # the same, against the single best-aligned evidence sentence pair
     aligned: str  # the evidence text (one or two sentences) that covers the claim best
     missing_numbers: tuple[str, ...] = ()
+    # claim numbers the evidence states only in sentences about something else ("15%" against
+    # "Paragraph 15 lists ..."): not missing (the support model's feature), not shown stated
+    elsewhere_numbers: tuple[str, ...] = ()
     conflicting_numbers: tuple[tuple[str, str], ...] = ()  # (claim number, evidence number)
     # the evidence sentence each conflicting evidence number stands in (parallel to the above)
     conflict_sentences: tuple[str, ...] = ()
@@ -366,6 +369,11 @@ class Consistency:
             parts.append("negation differs between claim and evidence")
         if self.missing_numbers:
             parts.append("numbers not in evidence: " + ", ".join(self.missing_numbers))
+        if self.elsewhere_numbers:
+            parts.append(
+                "numbers only where the page is about something else: "
+                + ", ".join(self.elsewhere_numbers)
+            )
         if self.missing_entities:
             parts.append("names not in evidence: " + ", ".join(self.missing_entities))
         return "; ".join(parts)
@@ -459,20 +467,26 @@ def _conflict(
     return next(((e, s) for e, s in same_kind if not _loose(s, e) and _names_in(names, s)), None)
 
 
+# A sentence that goes on about the one before ("It grew 15%."): its subject is a pronoun.
+_CONTINUES = re.compile(
+    r"^\W*(?:it|its|this|that|these|those|they|their|he|his|she|her|which)\b", re.IGNORECASE
+)
+
+
 def _related_numbers(
     claim_words: set[str], sents: Sequence[str], sent_words: Sequence[set[str]]
 ) -> list[NumberMention]:
     """The evidence numbers that can state a claim's value: a year anywhere (the page's date
-    line, a heading), any other number only in a sentence about something the claim is about
-    (it shares a word with the claim, numbers aside): "Paragraph 15 lists ..." does not state
-    the claim's "15%"."""
+    line, a heading), any other number only in a sentence about something the claim is about:
+    one that shares a word with the claim (numbers aside), or goes on about such a sentence
+    ("It grew 15%."). "Paragraph 15 lists ..." does not state the claim's "15%"."""
     terms = {w for w in claim_words if not any(ch.isdigit() for ch in w)}
-    return [
-        e
-        for sent, words in zip(sents, sent_words, strict=True)
-        for e in numbers(sent)
-        if e.is_year or not terms or terms & words
-    ]
+    out: list[NumberMention] = []
+    about = False
+    for sent, words in zip(sents, sent_words, strict=True):
+        about = not terms or bool(terms & words) or (about and bool(_CONTINUES.match(sent)))
+        out.extend(e for e in numbers(sent) if about or e.is_year)
+    return out
 
 
 def check_consistency(claim: str, evidence: str) -> Consistency:
@@ -518,12 +532,11 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
     conflict_sentences: list[str] = []
     claim_numbers = numbers(claim)
     related: list[NumberMention] | None = None
+    elsewhere: list[str] = []
     breaks = [m.span() for m in _CLAUSE_BREAK.finditer(claim)] if claim_numbers else []
     # a claim of more numbers than this is a table, not a statement: its first ones are read
     for n in claim_numbers[:_MAX_CLAIM_NUMBERS]:
         stated = any(_same_number(n, e) for e in ev_numbers)
-        if stated and best_cov < 0.6:
-            continue
         if stated:
             related = (
                 _related_numbers(claim_words, sents, sent_words) if related is None else related
@@ -531,7 +544,10 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
             if any(_same_number(n, e) for e in related):
                 continue
             # stated only where the page is about something else: not missing (what the
-            # support model was fitted on), but no bar to a conflict with the aligned sentence
+            # support model was fitted on), but not shown stated either, and no bar to a
+            # conflict with the aligned sentence
+            if not n.text.isalpha():
+                elsewhere.append(n.text)
         elif not n.text.isalpha():
             # Spelled-out small numbers ("two reasons") are too often loose paraphrase for
             # their absence to mean anything; a different count of the same thing still
@@ -572,6 +588,7 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
         sentence_coverage=best_cov,
         aligned=aligned,
         missing_numbers=tuple(missing),
+        elsewhere_numbers=tuple(elsewhere),
         conflicting_numbers=tuple(conflicts),
         conflict_sentences=tuple(conflict_sentences),
         missing_entities=tuple(missing_entities),

@@ -358,6 +358,26 @@ async def test_local_negation_flip_is_uncertain_not_a_reject(local: LocalEntaile
     assert "negation" in negated.reason
 
 
+async def test_local_number_stated_only_about_something_else_is_uncertain(
+    local: LocalEntailer,
+) -> None:
+    # a long page's evidence holds every sentence with the claim's number; "Paragraph 15" does
+    # not state the claim's 15%: the claim is not shown supported (nor shown wrong)
+    evidence = (
+        "Paragraph 15 lists shelf 7 of the catalogue. Container traffic at the port rose "
+        "sharply in 2024."
+    )
+    stated_elsewhere, stated = await local.score(
+        [
+            ("Container traffic at the port rose by 15% in 2024.", evidence),
+            ("Container traffic at the port rose by 15% in 2024.", evidence + " It grew 15%."),
+        ]
+    )
+    assert stated_elsewhere.label == "uncertain", stated_elsewhere.reason
+    assert "only where the page is about something else: 15%" in stated_elsewhere.reason
+    assert "about something else" not in stated.reason
+
+
 async def test_local_missing_name_is_uncertain(local: LocalEntailer) -> None:
     (s,) = await local.score(
         [

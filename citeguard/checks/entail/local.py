@@ -453,9 +453,12 @@ class LocalEntailer(_ExecutorOwner):
             label = "contradicted"
             reason = f"contradicted: {problems} ({facts})"
             contra = 1.0 - p
-        elif label == "supported" and (cons.missing_numbers or cons.negation_flip):
-            # A number the evidence never states, or a "not" on one side only, is not shown
-            # supported, however similar the rest; nor is it shown wrong.
+        elif label == "supported" and (
+            cons.missing_numbers or cons.elsewhere_numbers or cons.negation_flip
+        ):
+            # A number the evidence never states (or states only about something else), or a
+            # "not" on one side only, is not shown supported, however similar the rest; nor is
+            # it shown wrong.
             label = "uncertain"
             reason = f"uncertain: {problems} ({facts})"
         else:
