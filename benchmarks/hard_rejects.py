@@ -32,7 +32,7 @@ import asyncio
 import json
 import os
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ async def run_sets(limit: int | None = None) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def table(scored: dict[str, Sequence[dict[str, Any]]]) -> dict[str, Any]:
+def table(scored: Mapping[str, Sequence[dict[str, Any]]]) -> dict[str, Any]:
     """Per split and rule: rejections, how many right, the share right, per set; and per set
     the share of supported rows hard-rejected."""
     out: dict[str, Any] = {}

@@ -207,3 +207,46 @@ def test_whole_page_bands_keep_the_rules_on_each_kind_of_evidence() -> None:
     # nothing to choose on: nothing rejected, nothing accepted
     empty = {"y": np.zeros(0, dtype=int), "p": np.zeros(0)}
     assert choose_per_kind({"long": empty}) == (0.0, 1.0)
+
+
+def test_hard_rejects_puts_each_rejection_under_its_rule() -> None:
+    from benchmarks.hard_rejects import rule_of, table
+
+    def row(
+        y: int, split: str, outcome: str, status: str, label: Any, reason: str
+    ) -> dict[str, Any]:
+        return {
+            "y": y,
+            "split": split,
+            "outcome": outcome,
+            "status": status,
+            "label": label,
+            "reason": reason,
+        }
+
+    rows = [
+        row(0, "dev", "rejected", "not_entailed", "not_supported", "the passage does not ..."),
+        row(1, "dev", "rejected", "not_entailed", "not_supported", "the passage does not ..."),
+        row(0, "dev", "rejected", "not_entailed", "contradicted", "number differs: claim '4'"),
+        row(1, "dev", "rejected", "passage_missing", None, "paraphrase drifts too far"),
+        row(0, "dev", "rejected", "passage_missing", None, "the quote is not on the page"),
+        row(1, "dev", "flagged", "ok", "uncertain", "uncertain: negation differs"),
+        row(1, "held_out", "rejected", "not_entailed", "contradicted", "negation differs"),
+    ]
+    assert [rule_of(r) for r in rows] == [
+        "band_not_supported",
+        "band_not_supported",
+        "contra_number",
+        "missing_paraphrase",
+        "missing_quote",
+        None,
+        "contra_negation",
+    ]
+    got = table({"s": rows})
+    band = got["dev"]["rules"]["band_not_supported"]
+    assert (band["rejections"], band["right"], band["share_right"]) == (2, 1, 0.5)
+    assert band["per_set"] == {"s_right": 1, "s_wrong": 1}
+    # dev: 3 supported rows, 2 hard-rejected; held out: 1 of 1
+    assert got["dev"]["sets"]["s"]["supported_hard_rejected"] == round(2 / 3, 4)
+    assert got["held_out"]["sets"]["s"]["supported_hard_rejected"] == 1.0
+    assert set(got["held_out"]["rules"]) == {"contra_negation"}
