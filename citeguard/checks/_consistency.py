@@ -401,9 +401,10 @@ _BOUND_BEFORE = re.compile(
     r"|[<>≤≥])\s*[$€£¥]?\s*$",
     re.IGNORECASE,
 )
+# A claim of more numbers than this is a table, not a statement: its first ones are read.
+_MAX_CLAIM_NUMBERS = 64
 # A clause of the claim: what one number in it is about ("the Silver button is awarded at
 # 100,000", "the Gold button at 1 million").
-_MAX_CLAIM_NUMBERS = 64
 _CLAUSE_BREAK = re.compile(r"[;:]|,(?!\d)|\b(?:while|whereas|but|and)\b", re.IGNORECASE)
 
 
@@ -534,7 +535,6 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
     related: list[NumberMention] | None = None
     elsewhere: list[str] = []
     breaks = [m.span() for m in _CLAUSE_BREAK.finditer(claim)] if claim_numbers else []
-    # a claim of more numbers than this is a table, not a statement: its first ones are read
     for n in claim_numbers[:_MAX_CLAIM_NUMBERS]:
         stated = any(_same_number(n, e) for e in ev_numbers)
         if stated:
