@@ -122,6 +122,11 @@ def summary(rows: Sequence[dict[str, Any]], got: Sequence[dict[str, Any]]) -> di
     labels = [g["label"] for g in got]
     confident = [i for i, lab in enumerate(labels) if lab in ("supported", "not_supported")]
     agree = sum((labels[i] == "supported") == (y[i] == 1) for i in confident)
+    # a contradiction (a number the page states otherwise) is a confident decision too
+    firm = [
+        i for i, lab in enumerate(labels) if lab in ("supported", "not_supported", "contradicted")
+    ]
+    firm_agree = sum((labels[i] == "supported") == (y[i] == 1) for i in firm)
     sup = [i for i in range(len(rows)) if y[i] == 1]
     # what the user sees settled: passed clean or rejected (any status), not flagged uncertain
     decided = [i for i, g in enumerate(got) if g["outcome"] != "flagged"]
@@ -131,6 +136,8 @@ def summary(rows: Sequence[dict[str, Any]], got: Sequence[dict[str, Any]]) -> di
         "auc_through_guard": _auc(y, p),
         "confident_coverage": round(len(confident) / len(rows), 4) if rows else None,
         "confident_agreement": round(agree / len(confident), 4) if confident else None,
+        "confident_with_contradicted_coverage": round(len(firm) / len(rows), 4) if rows else None,
+        "confident_with_contradicted_agreement": round(firm_agree / len(firm), 4) if firm else None,
         "decided_coverage": round(len(decided) / len(rows), 4) if rows else None,
         "decided_agreement": round(right / len(decided), 4) if decided else None,
         "labels": dict(Counter(str(lab) for lab in labels).most_common()),

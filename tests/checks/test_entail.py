@@ -252,6 +252,21 @@ def test_consistency_one_other_value_of_the_same_thing_conflicts(
     assert found.is_contradiction
 
 
+def test_consistency_a_sentence_holding_half_the_claims_words_is_about_the_same_thing() -> None:
+    # half the claim's words (bridge, open, traffic of old, bridge, open, traffic, 1931,
+    # repair) in the sentence: its year is the claim's, stated otherwise; under half: not shown
+    # to be the same thing, so no conflict (the year is only missing)
+    evidence = "The bridge opened to traffic in 1935."
+    half = check_consistency("The old bridge opened to traffic in 1931 after repairs.", evidence)
+    assert half.sentence_coverage == pytest.approx(0.5)
+    assert half.conflicting_numbers == (("1931", "1935"),)
+    less = check_consistency(
+        "The bridge opened to traffic in 1931 after long repairs work.", evidence
+    )
+    assert less.sentence_coverage < 0.5
+    assert less.conflicting_numbers == () and less.missing_numbers == ("1931",)
+
+
 def test_consistency_negation_is_scoped() -> None:
     flip = check_consistency(
         "The drug reduces the risk of stroke.", "The drug does not reduce the risk of stroke."
