@@ -403,8 +403,8 @@ _BOUND_BEFORE = re.compile(
 )
 # The share of a claim's words the aligned sentence must hold for its number to be about the
 # same thing. 0.5 (was 0.6): on the development rows of the four long-page sets
-# (benchmarks/hard_rejects.py) the conflicts it adds were 15 of 15 right and no supported claim
-# more was rejected; 0.4 would add 4 more, 3 right.
+# (benchmarks/hard_rejects.py) it adds 15 rejections, all right, and rejects no supported claim
+# more; 0.4 would add 4 more, one of them a supported claim.
 _SAME_THING = 0.5
 # A claim of more numbers than this is a table, not a statement: its first ones are read.
 _MAX_CLAIM_NUMBERS = 64
