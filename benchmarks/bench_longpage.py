@@ -192,6 +192,17 @@ async def run_guard(
         await server.aclose()
 
 
+async def run_guard_local(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`run_guard` with a fresh local entailer (the default backend), closed after."""
+    from citeguard.checks.entail import LocalEntailer
+
+    entailer = LocalEntailer()
+    try:
+        return await run_guard(rows, entailer)
+    finally:
+        await entailer.aclose()
+
+
 async def run_alone(rows: Sequence[dict[str, Any]], entailer: Any) -> list[dict[str, Any]]:
     """The entailer called directly on (claim, the page's whole text), a row at a time."""
     out: list[dict[str, Any]] = []

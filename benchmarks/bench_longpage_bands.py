@@ -120,13 +120,14 @@ def summary(rows: Sequence[dict[str, Any]], got: Sequence[dict[str, Any]]) -> di
     y = np.array([r["y"] for r in rows])
     p = np.array([g["p"] for g in got])
     labels = [g["label"] for g in got]
-    confident = [i for i, lab in enumerate(labels) if lab in ("supported", "not_supported")]
-    agree = sum((labels[i] == "supported") == (y[i] == 1) for i in confident)
+
+    def labelled(*kinds: str) -> tuple[list[int], int]:
+        rows_of = [i for i, lab in enumerate(labels) if lab in kinds]
+        return rows_of, sum((labels[i] == "supported") == (y[i] == 1) for i in rows_of)
+
+    confident, agree = labelled("supported", "not_supported")
     # a contradiction (a number the page states otherwise) is a confident decision too
-    firm = [
-        i for i, lab in enumerate(labels) if lab in ("supported", "not_supported", "contradicted")
-    ]
-    firm_agree = sum((labels[i] == "supported") == (y[i] == 1) for i in firm)
+    firm, firm_agree = labelled("supported", "not_supported", "contradicted")
     sup = [i for i in range(len(rows)) if y[i] == 1]
     # what the user sees settled: passed clean or rejected (any status), not flagged uncertain
     decided = [i for i, g in enumerate(got) if g["outcome"] != "flagged"]
@@ -233,7 +234,6 @@ async def held_out(*, other_sets: bool = True, limit: int | None = None) -> dict
     ``limit``: at most so many rows a set (a seeded sample stratified by label; the smoke run's).
     """
     from benchmarks import bench_longpage as blp
-    from citeguard.checks.entail import LocalEntailer
 
     out: dict[str, Any] = {}
     long_rows = ld.sample([r for r in ab_long_rows() if r["part"] == "report"], limit)
@@ -250,11 +250,7 @@ async def held_out(*, other_sets: bool = True, limit: int | None = None) -> dict
             rows = ld.sample([r for r in data[name] if r["split"] == "held_out"], limit)
             if not rows:
                 continue
-            entailer = LocalEntailer()
-            try:
-                res = await blp.run_guard(rows, entailer)
-            finally:
-                await entailer.aclose()
+            res = await blp.run_guard_local(rows)
             out[f"{name}_held_out"] = summary(
                 rows,
                 [

@@ -64,19 +64,13 @@ def rule_of(row: dict[str, Any]) -> str | None:
 
 async def run_sets(limit: int | None = None) -> dict[str, list[dict[str, Any]]]:
     """Each set's rows through the guard: label, split, outcome, status, reason, P."""
-    from citeguard.checks.entail import LocalEntailer
-
     data = ld.load_sets(list(SETS))
     out: dict[str, list[dict[str, Any]]] = {}
     for name in SETS:
         rows = ld.sample(data[name], limit)
         if not rows:
             continue
-        entailer = LocalEntailer()
-        try:
-            got = await blp.run_guard(rows, entailer)
-        finally:
-            await entailer.aclose()
+        got = await blp.run_guard_local(rows)
         out[name] = [
             {"y": r["y"], "split": r["split"], "claim": r["claim"][:300], **g}
             for r, g in zip(rows, got, strict=True)

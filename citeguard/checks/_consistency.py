@@ -435,15 +435,19 @@ def _clause(text: str, n: NumberMention, breaks: Sequence[tuple[int, int]]) -> s
     return text[start:end]
 
 
+def _stands_in(name: str, lower: str, stems: set[str]) -> bool:
+    """Whether ``name`` stands in a text (``lower``: the text lower-cased, ``stems``: its
+    words' stems): as written, or word by stem."""
+    return name.lower() in lower or all(stem(t) in stems for t in tokens(name))
+
+
 def _names_in(names: Sequence[str], sentence: str) -> bool:
-    """Whether every name of ``names`` stands in ``sentence`` (as written, or word by stem)."""
+    """Whether every name of ``names`` stands in ``sentence``."""
     if not names:
         return True
     lower = sentence.lower()
     stems = {stem(t) for t in tokens(sentence)}
-    return all(
-        name.lower() in lower or all(stem(t) in stems for t in tokens(name)) for name in names
-    )
+    return all(_stands_in(name, lower, stems) for name in names)
 
 
 def _conflict(
@@ -568,11 +572,7 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
     ev_lower = evidence.lower()
     ev_stems = {stem(t) for t in tokens(evidence)}
     claim_entities = entities(claim)
-    missing_entities = [
-        ent
-        for ent in claim_entities
-        if ent.lower() not in ev_lower and not all(stem(t) in ev_stems for t in tokens(ent))
-    ]
+    missing_entities = [ent for ent in claim_entities if not _stands_in(ent, ev_lower, ev_stems)]
 
     # Negation is judged against the single sentence that covers the claim best (a neighbour's
     # "not" is about something else), and only where the negated words are shared: "will not
