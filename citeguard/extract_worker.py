@@ -202,10 +202,14 @@ class ProcessExtractor(Executor):
         except Exception as exc:  # not picklable: the caller's error
             fut.set_exception(exc)
             return True
+        # the job's time runs from when it is sent: a deadline taken after the write let a
+        # child finish a job under a 0.1 ms limit while this thread waited for the GIL after
+        # the write's system call (seen once in a CI run at load 3)
+        deadline = time.monotonic() + self._job_timeout
         try:
             proc.stdin.write(_HEADER.pack(len(payload)) + payload)
             proc.stdin.flush()
-            reply = _read_frame(proc.stdout, deadline=time.monotonic() + self._job_timeout)
+            reply = _read_frame(proc.stdout, deadline=deadline)
         except TimeoutError:
             self._replace(proc)
             fut.set_exception(
