@@ -6,6 +6,8 @@ sharing the loop (``time.thread_time``): the longest stretch of work the loop di
 letting anything else run. CPU time, not wall time, so a loaded machine that deschedules the
 process, or a thread holding the GIL, does not move it; the garbage collector is paused during
 the check (its pauses are the benchmark's to report: ``python -m benchmarks --only stalls``).
+Where many independent tasks finish together (thousands of fetches), a turn's total is theirs
+together, so there the measure is each step's own CPU time (``longest_step``).
 Before these fixes the dotted hosts held the loop for 3-22 s (the source table's parent names of
 a 100 kB host, quadratic), 2,000 bare URLs for 50-100 ms a turn, a 100 kB claim for 20-200 ms.
 """
@@ -14,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from conftest import fresh_python
@@ -50,6 +54,30 @@ ANSWERS = {
     "many references": "x [1].\n\n"
     + "\n".join(f"[{i}] http://a.example.com/{i}" for i in range(1, N // 30)),
 }
+
+
+@asynccontextmanager
+async def longest_step() -> AsyncIterator[list[float]]:
+    """Yields a list that ends up holding the loop thread's CPU seconds for each callback the loop
+    runs (a task's step, a timer, an I/O callback), for as long as the block runs: one step's hold
+    on the loop, whatever else was ready in the same turn. asyncio's debug mode times the same
+    unit (``slow_callback_duration``), in wall time."""
+    steps: list[float] = []
+    run = asyncio.Handle._run
+
+    def timed(handle: asyncio.Handle) -> None:
+        start = time.thread_time()
+        run(handle)
+        steps.append(time.thread_time() - start)
+
+    gc.collect()
+    gc.disable()
+    asyncio.Handle._run = timed  # type: ignore[method-assign, assignment]
+    try:
+        yield steps
+    finally:
+        asyncio.Handle._run = run  # type: ignore[method-assign]
+        gc.enable()
 
 
 @asynccontextmanager
@@ -196,32 +224,49 @@ def test_warm_up_reads_the_public_suffix_list() -> None:
 
 async def test_many_listed_references_on_served_pages_stay_off_the_loop() -> None:
     """3,000 references no marker cites, each a page that answers: their statuses, soft-404
-    looks and reports are worked out in a thread."""
-    from aiohttp import web
+    looks and reports are worked out in a thread. The pages are served from another thread, so
+    what the loop works is the guard's own work."""
+    text = b"The harbour lighthouse reopened on Tuesday after a restoration of three years. " * 3
 
-    app = web.Application()
-    text = "The harbour lighthouse reopened on Tuesday after a restoration of three years. "
-    app.router.add_get("/p", lambda r: web.Response(text=text * 3))
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    class Page(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            body = text if self.path.startswith("/p?") else b"Not found"
+            self.send_response(200 if body is text else 404)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_HEAD = do_GET
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    port = server.server_address[1]
     answer = "x [1].\n\n" + "\n".join(
         f"[{i}] http://127.0.0.1:{port}/p?r={i}" for i in range(1, N // 30)
     )
     guard = Guard(Policy.for_tests().replace(max_citations=2_000), entailer=None)
     try:
         await guard.check(f"Warm [1].\n\n[1] http://127.0.0.1:{port}/p?r=0")
-        async with busiest_stretch() as gaps:
+        async with longest_step() as steps:
             verdict = await guard.check(answer)
     finally:
         await guard.aclose()
-        await runner.cleanup()
+        server.shutdown()
+        server.server_close()
     assert sum(c.status is CitationStatus.OK for c in verdict.citations) >= 900
-    # the page server shares this loop, so its 3,000 answers count here too: 13-18 ms now,
-    # 51 ms before
-    assert max(gaps) * 1000 < 30.0, f"the loop worked {max(gaps) * 1000:.0f} ms at a stretch"
+    # One step holds the loop 4-5 ms now (the verdict's assembly), 51 ms before the reports were
+    # built in a thread. A turn runs every fetch that finished meanwhile, a step of each, so the
+    # turn's total grows with how many finish together (11-31 ms here, more on a loaded machine):
+    # that is the loop sharing itself, not one step holding it.
+    assert max(steps) * 1000 < 20.0, f"one step held the loop {max(steps) * 1000:.0f} ms"
 
 
 async def test_a_checks_pages_share_one_inline_budget_a_turn() -> None:
