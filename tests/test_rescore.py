@@ -362,6 +362,10 @@ def ray_local() -> Iterator[Any]:
         ray.shutdown()
 
 
+# A hang, not a busy machine, should reach the timeout: Ray starts its actor processes, each
+# importing citeguard and its model runtime, twice here (the function, then the command); at
+# load average 5-7 on two cores the test took 210-230 s (about 50 s idle).
+@pytest.mark.timeout(600)
 async def test_ray_gives_the_same_outcomes_and_files_as_in_process(
     farm: Farm, tmp_path: Path, ray_local: Any
 ) -> None:
