@@ -585,6 +585,7 @@ class EarlyValidity:
             self._by_url.setdefault(p.url, []).append(p)
         self._policy = policy
         self._entailer = entailer if policy.entailment.check_entailment else None
+        self._floor = relevance_floor(policy, self._entailer)
         self._excluded = excluded
         self._cache = cache
         self._verifying: list[asyncio.Task[None]] = []
@@ -627,10 +628,9 @@ class EarlyValidity:
         ext = await asyncio.shield(job)
         if ext is None or ext.page.kind == "unsupported":
             return  # check_validity gives the status
-        floor = relevance_floor(self._policy, self._entailer)
         work = [(pair, ext) for pair in self._by_url[url] if not pair.verified]
         await _verify_pairs(
-            work, self._policy, floor=floor, serial=self._serial, budget=self._inline
+            work, self._policy, floor=self._floor, serial=self._serial, budget=self._inline
         )
         if self._entailer is not None:
             self._pending.extend(p for p in self._by_url[url] if _wants_score(p))

@@ -120,6 +120,7 @@ class Repairer:
         self._fetcher = fetcher
         self._pages = pages
         self._entailer = entailer if policy.entailment.check_entailment else None
+        self._floor = relevance_floor(policy, self._entailer)  # each trial's, as validity's
         self._scores = scores
         self._tracing = tracing
         self._recheck = recheck
@@ -254,9 +255,7 @@ class Repairer:
                 if base is None or ext is None:
                     continue
                 trial = _trial(base, c.url)
-                verify_pair(
-                    trial, ext, self._policy, floor=relevance_floor(self._policy, self._entailer)
-                )
+                verify_pair(trial, ext, self._policy, floor=self._floor)
                 trials.append((k, c, trial))
         return trials
 
@@ -313,9 +312,7 @@ class Repairer:
                 continue
             claim_text = f.claim_text.replace(f.quote, fixed, 1)
             trial = _trial(f.pair, f.url, quote=fixed, claim_text=claim_text)
-            verify_pair(
-                trial, ext, self._policy, floor=relevance_floor(self._policy, self._entailer)
-            )
+            verify_pair(trial, ext, self._policy, floor=self._floor)
             out[k] = (fixed, trial)
         return out
 
