@@ -365,7 +365,7 @@ class PassageMatch(_Model):
     start: int = -1
     end: int = -1
     matched_text: str = ""
-    how: Literal["exact", "normalised", "fuzzy", "paraphrase", "none"] = "none"
+    how: Literal["exact", "normalised", "fuzzy", "near_copy", "paraphrase", "none"] = "none"
     altered: bool = False
     differing_tokens: list[str] = Field(default_factory=list)
     in_main_text: bool | None = None

@@ -7,6 +7,11 @@ locales read differently (``1,234`` is 1234 in English and 1.234 in German; ``6.
 reverse) carries both readings (:attr:`Quantity.readings`), so a comparison can ask whether
 *any* plausible reading matches and call numbers different only when *every* reading differs.
 
+Numbers written against characters of scripts without spaces are read too: ``到2022年``,
+``1.7亿`` (1.7 × 10⁸), ``126万亿元`` (1.26 × 10¹⁴ yuan), full-width ``５．２％`` (folded to
+ASCII first, offsets kept), and Chinese numerals with a unit or two digits (``三千``,
+``五百万``, ``百分之五``).
+
 The scan is one regular expression whose repetitions cannot overlap what follows them: linear
 in the text.
 """
@@ -16,6 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+from citeguard.lang import NO_SPACE_SCRIPTS
 
 __all__ = [
     "NUMBER_TOKEN",
@@ -75,7 +82,9 @@ _MEASURES = (
 # after reading a run, so no run is read twice (linear). A number glued to a word ("COVID-19",
 # "A4", "Boeing-737") is part of a name, not a quantity.
 _DIGITS = (
-    r"(?<![\w.,'’])(?<![A-Za-z]-)"
+    # not glued to a word or a number before it; a character of a script written without
+    # spaces may stand right before it ("到2022年")
+    rf"(?<![.,'’])(?<![^\W{NO_SPACE_SCRIPTS}])(?<![A-Za-z]-)"
     r"(?P<num>"
     r"\d{1,3}(?:,\d{3}(?!\d))+(?:\.\d+)?"
     r"|\d{1,3}(?:\.\d{3}(?!\d))+(?:,\d+)?"
@@ -84,13 +93,17 @@ _DIGITS = (
     r"|\d+(?:[.,]\d+)?"
     r")"
 )
+# Chinese scale characters after digits ("1.7亿", "126万亿"), and currencies written after them
+_CJK_SCALES: dict[str, float] = {"万亿": 1e12, "亿": 1e8, "万": 1e4, "千": 1e3, "百": 1e2}
+_CJK_CURRENCIES: dict[str, str] = {"元": "¥", "人民币": "¥", "美元": "$", "欧元": "€", "英镑": "£"}
 _NUMBER_RE = re.compile(
     r"(?P<cur>[$€£¥])?\s?"
     + _DIGITS
+    + rf"(?:\s?(?P<cjkscale>{'|'.join(_CJK_SCALES)}))?"
     + rf"(?:\s?(?P<pct>{_PERCENT}))?"
     + rf"(?:\s?(?P<scale>{_SCALE})\b\.?)?"
     + rf"(?:\s?(?P<pct2>{_PERCENT}))?"
-    + r"(?:\s?(?P<cur2>[€$£¥]))?"
+    + rf"(?:\s?(?P<cur2>[€$£¥]|{'|'.join(_CJK_CURRENCIES)}))?"
     + rf"(?:\s?(?P<measure>{_MEASURES})(?![\w/²³]))?",
     re.IGNORECASE,
 )
@@ -152,20 +165,28 @@ def _readings(raw: str) -> tuple[tuple[float, int], ...]:
     return (grouped, decimal) if sep == "," else (decimal, grouped)
 
 
+# full-width digits, point, comma and percent sign → ASCII (one character for one: offsets hold)
+_FULL_WIDTH = str.maketrans(
+    {**{0xFF10 + i: str(i) for i in range(10)}, 0xFF0E: ".", 0xFF05: "%", 0xFF04: "$"}
+)
+
+
 def read_numbers(text: str) -> Iterator[Quantity]:
     """The numbers of ``text``, read whole, with percentages, currencies and scale words."""
-    for m in _NUMBER_RE.finditer(text):
+    folded = text.translate(_FULL_WIDTH)
+    for m in _NUMBER_RE.finditer(folded):
         raw = m.group("num")
-        written, end = m.group(0), m.end()
+        written, end = text[m.start() : m.end()], m.end()
         measure = m.group("measure") or ""
         if _is_decade(raw, measure, m.start("measure") == m.end("num")):
             written, end, measure = text[m.start() : m.end("num")], m.end("num"), ""
         scale_word = (m.group("scale") or "").lower()
-        factor = _SCALES.get(scale_word, 1.0)
+        factor = _SCALES.get(scale_word, 1.0) * _CJK_SCALES.get(m.group("cjkscale") or "", 1.0)
+        cur2 = m.group("cur2") or ""
         unit = (
             "%"
             if (m.group("pct") or m.group("pct2"))
-            else (m.group("cur") or m.group("cur2") or measure)
+            else (m.group("cur") or _CJK_CURRENCIES.get(cur2, cur2) or measure)
         )
         is_year = (raw.isdigit() and len(raw) == 4 and factor == 1.0 and not unit) and 1000 <= int(
             raw
@@ -178,6 +199,72 @@ def read_numbers(text: str) -> Iterator[Quantity]:
             scale=factor,
             unit=unit,
             is_year=is_year,
+        )
+    if _HAN_NUMERAL_RE.search(text):
+        yield from _chinese_numbers(text)
+
+
+# Chinese numerals: a run of numeral characters holding a unit character or two digits
+# ("三千", "五百万", "十二", "二〇二二"), or a percentage ("百分之五", "百分之十二点五")
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6}
+_CN_DIGITS |= {"七": 7, "八": 8, "九": 9}
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+_CN_BIG = {"万": 1e4, "亿": 1e8}
+_CN_RUN = "[零〇一二两三四五六七八九十百千万亿]"
+_HAN_NUMERAL_RE = re.compile(_CN_RUN)
+_CN_NUMBER_RE = re.compile(
+    rf"(?P<pct>百分之)?(?P<run>{_CN_RUN}{{1,24}}(?:点[零〇一二三四五六七八九]{{1,12}})?)"
+)
+# numeral runs that are words, not numbers: "千万" (by all means), "万一" (in case), "一一" (one
+# by one), "十分" (very)
+_CN_WORDS = frozenset({"千万", "万一", "一一", "十分", "百百"})
+
+
+def _cn_value(run: str) -> tuple[float, int]:
+    """The value and decimals of a Chinese numeral run, or None when it is not one."""
+    whole, _, frac = run.partition("点")
+    if all(ch in _CN_DIGITS for ch in whole) and len(whole) > 1:
+        value = float("".join(str(_CN_DIGITS[ch]) for ch in whole))  # "二〇二二"
+    else:
+        # yi: the parts counted in 亿 (10^8); wan: the part below them counted in 万 (10^4);
+        # section: the part below 万 (十, 百, 千 and a last digit)
+        yi, wan, section, digit = 0.0, 0.0, 0.0, -1.0
+        for ch in whole:
+            if ch in _CN_DIGITS:
+                digit = _CN_DIGITS[ch]
+            elif ch in _CN_UNITS:
+                section += (1.0 if digit < 0 else digit) * _CN_UNITS[ch]
+                digit = -1.0
+            elif ch == "万":
+                wan = (wan + section + max(digit, 0.0)) * _CN_BIG[ch]
+                section, digit = 0.0, -1.0
+            else:  # 亿: everything so far is counted in it
+                yi = (yi + wan + section + max(digit, 0.0)) * _CN_BIG[ch]
+                wan, section, digit = 0.0, 0.0, -1.0
+        value = yi + wan + section + max(digit, 0.0)
+    if frac:
+        value += float("0." + "".join(str(_CN_DIGITS[ch]) for ch in frac))
+    return value, len(frac)
+
+
+def _chinese_numbers(text: str) -> Iterator[Quantity]:
+    for m in _CN_NUMBER_RE.finditer(text):
+        run, pct = m.group("run"), bool(m.group("pct"))
+        whole = run.partition("点")[0]
+        has_unit = any(ch in _CN_UNITS or ch in _CN_BIG for ch in whole)
+        if run in _CN_WORDS or not (pct or has_unit or len(whole) >= 2):
+            continue
+        if whole and whole[0] in _CN_BIG:
+            continue  # "万" alone, "亿万": no count before the scale
+        value, decimals = _cn_value(run)
+        yield Quantity(
+            text=m.group(),
+            start=m.start(),
+            end=m.end(),
+            readings=(Reading(value, decimals),),
+            scale=1.0,
+            unit="%" if pct else "",
+            is_year=not pct and len(whole) == 4 and whole[0] in "一二" and 1000 <= value <= 2100,
         )
 
 

@@ -28,7 +28,10 @@ import re
 import unicodedata
 from collections.abc import Container, Iterator
 
+from citeguard.lang import NO_SPACE_SCRIPTS, has_no_space_script, segment
+
 __all__ = [
+    "ALIGN_TOKEN_RE",
     "ANSWER_TERMINATOR_RE",
     "ENTAILMENT_STOPWORDS",
     "PARAPHRASE_STOPWORDS",
@@ -46,6 +49,7 @@ __all__ = [
     "is_answer_sentence_end",
     "normalise",
     "normalise_cased",
+    "not_a_stop",
     "page_sentence_spans",
     "sentence_spans",
     "special_pattern",
@@ -313,27 +317,56 @@ _ENTAILMENT_WORD_RE = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
 #: Passage matching: numbers keep their separators ("4.2", "48/22", "1,000") so a changed digit
 #: shows as one token; words keep inner apostrophes. Run on normalised text.
 PASSAGE_TOKEN_RE = re.compile(r"\d+(?:[.,/:]\d+)*|\w+(?:'\w+)*")
+_NS = NO_SPACE_SCRIPTS
+#: Alignment of near-identical texts: :data:`PASSAGE_TOKEN_RE`, with every character of a script
+#: written without spaces a token of its own ("约为1.7亿人" → 约 为 1.7 亿 人).
+ALIGN_TOKEN_RE = re.compile(
+    rf"\d+(?:[.,/:]\d+)*|[{_NS}]|(?:(?![{_NS}])\w)+(?:'(?:(?![{_NS}])\w)+)*"
+)
 #: Query analysis: cased, and keeps the joiners of product and version names ("C++", "C#",
 #: "AT&T", "v2.1", "e-bike").
 QUERY_TOKEN_RE = re.compile(r"[A-Za-z0-9][\w'’&+#.-]*[\w+#]|[A-Za-z0-9]")
 
 
+# words in any script: letters and digits (no underscore), an apostrophe and letters after
+_UNICODE_WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W\d_]+)?")
+
+
 def entailment_tokens(text: str) -> list[str]:
-    """Lowercased ASCII word tokens; ``don't`` becomes ``do`` + ``nt`` so negation survives."""
+    """Lowercased word tokens; ``don't`` becomes ``do`` + ``nt`` so negation survives. Words
+    of any script: accented letters stay in their word ("für", "Müller"), and a run of a script
+    written without spaces is segmented into words (:func:`citeguard.lang.segment`)."""
+    if not text.isascii():
+        return _unicode_tokens(text)
     words = _ENTAILMENT_WORD_RE.findall(text)
     # the tokens are ASCII letters and digits, with at most an apostrophe: lowering them joined
     # is lowering each (the text around them, which may not be, is never lowered)
     joined = " ".join(words).lower()
     if "'" not in joined and "’" not in joined:
         return joined.split()
+    return _without_contractions(joined.replace("’", "'").split())
+
+
+def _without_contractions(words: list[str]) -> list[str]:
+    """Lowered words with ``n't`` split off as ``nt`` and other clitics (``'s``) dropped."""
     out: list[str] = []
-    for word in joined.replace("’", "'").split():
+    for word in words:
         if word.endswith("n't"):
             out.extend((word[:-3], "nt"))
         elif "'" in word:
             out.append(word.split("'", 1)[0])
         else:
             out.append(word)
+    return out
+
+
+def _unicode_tokens(text: str) -> list[str]:
+    out: list[str] = []
+    for word in _UNICODE_WORD_RE.findall(text):
+        if has_no_space_script(word):
+            out.extend(w.lower() for w in segment(word) if not w.isspace())
+        else:
+            out.extend(_without_contractions([word.lower().replace("’", "'")]))
     return out
 
 
@@ -348,7 +381,59 @@ def entailment_tokens(text: str) -> list[str]:
 # * is_answer_sentence_end (an agent's answer) knows abbreviations and initials, and lets a
 #   citation marker glued to the full stop ("3%.[1]") belong to the sentence before it.
 
-_SENTENCE_END_RE = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]*[A-Z0-9])|\n\s*")
+_SENTENCE_END_RE = re.compile(
+    r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]*[A-Z0-9])|\n\s*|(?<=[。！？])[」』”’）)]*\s*"
+)
+
+# Full stops that end no sentence: after an ordinal ("am 14. September", "die 5. Stufe", "im
+# 19. Jahrhundert", "14. September") and after an abbreviation ("z. B.", "u. a.", "Nr. 3",
+# "Dr. Weber"), in the languages reports are written in.
+_MONTHS = word_set(
+    """
+    januar jänner februar märz april mai juni juli august september oktober november dezember
+    january february march may june july october december janvier février mars avril juin
+    juillet août septembre octobre novembre décembre enero febrero marzo abril mayo junio julio
+    agosto septiembre setiembre octubre noviembre diciembre jan feb mär mar apr jun jul aug sep
+    sept okt oct nov dez dec
+    """
+)
+# words before a German (or Scandinavian, Polish...) ordinal: "am 14.", "zum 3.", "die 5."
+_ORDINAL_LEADS = word_set(
+    """
+    am im zum zur vom beim ab bis seit vor nach der die das den dem des ein eine einem einer
+    jeder jede jedes jeden jedem zu von für fur um
+    """
+)
+_STOP_ABBREVIATIONS = word_set(
+    """
+    mr mrs ms dr prof sr jr st mt ft vs v no nos nr fig figs eq eqs approx ca cf al gen gov sen
+    rep inc ltd corp co bros dept univ est vol ed eds pp p op cit ibid jan feb mar apr jun jul
+    aug sep sept oct nov dec z b u a d h bzw usw vgl ggf evtl bspw inkl zzgl sog str jh jhd
+    hr fr abs art s ff mio mrd tsd etc e g i
+    """
+)
+_WORD_AFTER_RE = re.compile(r"[\s\"'“‘(\[]{0,8}([^\W\d_]{1,20})")
+_LEADING_PUNCT = "(\"'“‘[*_"
+
+
+def not_a_stop(text: str, stop: int) -> bool:
+    """Whether the full stop just before ``stop`` (the run of spaces after it starts there)
+    ends no sentence: it closes an ordinal ("am 14. September", "5. Stufe") or an
+    abbreviation ("z. B.", "u. a.", "Nr.", "Dr."). Reads at most 40 characters either side."""
+    dot = stop - 1
+    while dot >= 0 and text[dot] in "\"'”’)]":
+        dot -= 1
+    if dot < 0 or text[dot] != ".":
+        return False
+    words = text[max(0, dot - 40) : dot].rsplit(None, 2)
+    if not words:
+        return False
+    last = words[-1].lstrip(_LEADING_PUNCT)
+    if last.isdigit() and len(last) <= 3:  # an ordinal: the word before it, or a month after
+        lead = words[-2].lstrip(_LEADING_PUNCT).lower() if len(words) > 1 else ""
+        after = _WORD_AFTER_RE.match(text, stop, stop + 40)
+        return lead in _ORDINAL_LEADS or (after is not None and after.group(1).lower() in _MONTHS)
+    return last.isalpha() and last.lower() in _STOP_ABBREVIATIONS
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:
@@ -356,6 +441,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for m in _SENTENCE_END_RE.finditer(text):
+        if m.group()[:1] not in "\n" and not_a_stop(text, m.start()):
+            continue
         _append_trimmed(text, start, m.start(), spans)
         start = m.end()
     _append_trimmed(text, start, len(text), spans)
@@ -388,7 +475,7 @@ def bounded_sentence_spans(text: str, max_chars: int) -> list[tuple[int, int]]:
     return out
 
 
-_PAGE_SENTENCE_END_RE = re.compile(r"(?<=[.!?…])[\"'”’»)\]]*\s+|\n+")
+_PAGE_SENTENCE_END_RE = re.compile(r"(?<=[.!?…])[\"'”’»)\]]*\s+|\n+|(?<=[。！？])[」』”’）)]*\s*")
 _MAX_PAGE_SENTENCE_CHARS = 600
 
 
@@ -404,6 +491,8 @@ def page_sentence_spans(
     spans: list[tuple[int, int]] = []
     pos = 0
     for m in _PAGE_SENTENCE_END_RE.finditer(text):
+        if text[m.start() - 1 : m.start()] == "." and not_a_stop(text, m.start()):
+            continue
         _add_page_span(spans, text, pos, m.start(), max_chars)
         pos = m.end()
     _add_page_span(spans, text, pos, len(text), max_chars)
@@ -466,6 +555,8 @@ def is_answer_sentence_end(
             return False
         if len(token) == 1 and token.isupper():
             return False  # an initial: "J. Smith"
+        if not_a_stop(text, t_end):
+            return False  # "am 14. September", "die 5. Stufe", "Nr. 3"
     return True
 
 

@@ -96,9 +96,10 @@ def test_entailment_tokens_keep_negation_of_contractions() -> None:
 
 
 def _entailment_tokens_one_by_one(text: str) -> list[str]:
-    # the definition: each ASCII word token lowered on its own, contractions split
+    # the definition: each word token (letters and digits of any script, an apostrophe and
+    # letters after it) lowered on its own, contractions split
     out: list[str] = []
-    for m in re.finditer(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?", text):
+    for m in re.finditer(r"[^\W_]+(?:['’][^\W\d_]+)?", text):
         word = m.group(0).lower().replace("’", "'")
         if word.endswith("n't"):
             out.extend((word[:-3], "nt"))

@@ -23,8 +23,9 @@ __all__ = ["claim_fragment", "claim_report", "mark_gated"]
 
 
 def _evidence(passage: PassageMatch | None, entailment: EntailmentScore | None) -> str | None:
-    """The page words the claim was judged on: the matched passage, else the backend's window."""
-    if passage is not None and passage.found and passage.matched_text:
+    """The page words the claim was judged on: the matched passage (the page's own sentence
+    when the claim altered it), else the backend's window."""
+    if passage is not None and (passage.found or passage.altered) and passage.matched_text:
         return passage.matched_text
     if entailment is not None and entailment.evidence.strip():
         return entailment.evidence

@@ -29,6 +29,7 @@ from citeguard.checks.entail import (
 )
 from citeguard.checks.evidence import claim_evidence
 from citeguard.checks.freshness import find_caveat
+from citeguard.checks.near_copy import find_near_copy
 from citeguard.checks.page_meta import page_head, quotes_page_title, without_citation_artefacts
 from citeguard.checks.passage import (
     PreparedText,
@@ -43,6 +44,7 @@ from citeguard.checks.quoted import (
     sentence_around,
     words_in,
 )
+from citeguard.lang import segment
 from citeguard.models import (
     Answer,
     CitationStatus,
@@ -83,6 +85,8 @@ class _Pair:
     passage: PassageMatch | None = None
     evidence: str | None = None
     entailment: EntailmentScore | None = None
+    # a copy of a page sentence with a content word replaced (near_copy): not shown supported
+    reworded: PassageMatch | None = None
 
 
 @dataclass(frozen=True)
@@ -328,7 +332,7 @@ def _drops_qualifier(pair: _Pair, page: Page, match: PassageMatch, what: str) ->
 # an unquoted claim shorter than this many words is not settled by being on the page: a few
 # common words can stand anywhere
 _VERBATIM_MIN_WORDS = 5
-_TRAILING_PUNCT = " \t\n.,;:!?…。"
+_TRAILING_PUNCT = " \t\n.,;:!?…。！？"
 
 
 def _verbatim_claim(pair: _Pair, ext: ExtractedPage, policy: Policy) -> bool:
@@ -337,7 +341,7 @@ def _verbatim_claim(pair: _Pair, ext: ExtractedPage, policy: Policy) -> bool:
     a verified quote is, unless the page negates or hedges those words right before them.
     True when the pair is settled; otherwise the paraphrase step and the entailer decide."""
     text = pair.claim_text.strip(_TRAILING_PUNCT)
-    if len(_WORDS_RE.findall(text)) < _VERBATIM_MIN_WORDS:
+    if len(segment(text)) < _VERBATIM_MIN_WORDS:
         return False
     # in the main text: a copy of the page's boilerplate is not the page's own statement
     match = find_as_written(text, ext.text, main_text=ext.main, policy=policy.passage)
@@ -349,6 +353,23 @@ def _verbatim_claim(pair: _Pair, ext: ExtractedPage, policy: Policy) -> bool:
     pair.entailment = _by_construction(
         match, "verbatim", "the claim's words are on the page as written"
     )
+    return True
+
+
+def _altered_copy(pair: _Pair, ext: ExtractedPage) -> bool:
+    """An unquoted claim that copies a page sentence with a meaning-bearing edit (a number, a
+    negation, a name or a word changed: :func:`~citeguard.checks.near_copy.find_near_copy`)
+    fails as an altered quote does, with the page's sentence and the edit in the reason. True
+    when the pair is settled so."""
+    match = find_near_copy(pair.claim_text, ext.text)
+    if match is None:
+        return False
+    if not match.altered:
+        pair.reworded = match  # a word replaced: the support step may not call it supported
+        return False
+    pair.passage = match
+    pair.status = CitationStatus.PASSAGE_ALTERED
+    pair.reason = match.reason
     return True
 
 
@@ -383,6 +404,8 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, floor: float
         # the claim names the page by its title: metadata, judged with the rest of the claim
         pair.quote = None
     if policy.passage.check_passages and not pair.quote and _verbatim_claim(pair, ext, policy):
+        return
+    if policy.passage.check_passages and not pair.quote and _altered_copy(pair, ext):
         return
     if policy.passage.check_passages and (pair.quote or pair.claim_text):
         match = _passage_for(pair, ext, policy)
@@ -432,6 +455,12 @@ def _apply_score(pair: _Pair, score: EntailmentScore, on_uncertain: OnUncertain 
     """Set the pair's score and what it does: ``not_supported`` and ``contradicted`` reject it
     (``not_entailed``); ``uncertain`` rejects it only under ``on_uncertain="fail"``, else it
     passes, to be flagged (``validity.support_uncertain``) or judged."""
+    if score.label == "supported" and pair.reworded is not None:
+        # the claim copies a page sentence but for a replaced word: a synonym keeps what the
+        # sentence says, another word does not, and nothing here tells them apart
+        score = score.model_copy(
+            update={"label": "uncertain", "reason": f"uncertain: {pair.reworded.reason}"}
+        )
     pair.entailment = score
     if score.label == "supported" or (score.label == "uncertain" and on_uncertain != "fail"):
         return
@@ -546,6 +575,7 @@ async def judge_uncertain(
         if p.whole_page and found.strip():
             p.evidence = found
         p.whole_page = False  # the judge reads the claim whole
+        p.reworded = None  # and its word on a replaced word is final
         p.entailment = None
     await score_pairs(judge, asked, cache=cache, on_uncertain="warn")
     for p in asked:

@@ -27,15 +27,19 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import pairwise
 from urllib.parse import quote as _percent_quote
 
 from rapidfuzz import fuzz
-from rapidfuzz.distance import Indel, Levenshtein
 
+from citeguard.checks.align import KIND_TEXT as _KIND_TEXT
+from citeguard.checks.align import Diff as _Diff
+from citeguard.checks.align import align as _align
+from citeguard.checks.align import classify as _classify
+from citeguard.lang import has_no_space_script, segment
 from citeguard.models import PassageMatch
 from citeguard.policy import PassagePolicy
 from citeguard.text import (
+    ALIGN_TOKEN_RE,
     PARAPHRASE_STOPWORDS,
     PASSAGE_TOKEN_RE,
     fold,
@@ -45,8 +49,6 @@ from citeguard.text import (
     page_sentence_spans,
     special_pattern,
     special_replacement,
-    strip_diacritics,
-    word_set,
 )
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "find_passage",
     "normalise",
     "prepare_text",
+    "sentence_of",
     "text_fragment_url",
 ]
 
@@ -153,146 +156,6 @@ def _prepared(value: str | PreparedText) -> PreparedText:
 
 
 # --------------------------------------------------------------------------------------------
-# Tokens and what carries meaning
-# --------------------------------------------------------------------------------------------
-
-_NEGATIONS = word_set(
-    """
-    not no never none nobody nothing neither nor nowhere cannot without nope nicht kein
-    keine keinen keinem keiner keines nie niemals niemand nichts nirgends nirgendwo weder
-    ohne ne pas non jamais aucun aucune rien ni sans nul nulle nunca jamás jamas ningún
-    ningun ninguno ninguna nada nadie tampoco sin nie nigdy żaden żadna żadne żadnych nic
-    nikt ani bez não nao nenhum nenhuma ninguém ninguem nem sem mai nessuno nessuna niente
-    nulla senza niet geen nooit niets niemand
-    """
-)
-# Contractions: "don't", "isn't", "n'est", "n'a".
-_NEGATION_RE = re.compile(r"n't$|^n'|^nicht|^kein")
-_NEGATING_PREFIXES = ("un", "in", "im", "il", "ir", "non", "dis", "nie", "des", "a", "k")
-# Words whose insertion or removal changes nothing a reader would cite for.
-_FILLERS = word_set(
-    """
-    the a an of and to that this so just also then der die das den dem des ein eine einen
-    einem einer und auch so le la les l un une des de du et el la los las lo un una unos
-    unas y de del o os as um uma e do da i w z a oraz
-    """
-)
-
-
-def _is_negation(token: str) -> bool:
-    return token in _NEGATIONS or bool(_NEGATION_RE.search(token))
-
-
-def _negating_pair(a: str, b: str) -> bool:
-    """'possible'/'impossible', 'eine'/'keine', 'bewusst'/'unbewusst'."""
-    short, long_ = (a, b) if len(a) < len(b) else (b, a)
-    if not long_.endswith(short) or len(short) < 2:
-        return False
-    return long_[: len(long_) - len(short)] in _NEGATING_PREFIXES
-
-
-def _small_edit(a: str, b: str) -> bool:
-    """A typo or spelling variant rather than a different word."""
-    if any(ch.isdigit() for ch in a + b):
-        return False
-    shortest = min(len(a), len(b))
-    if shortest < 5:
-        return False
-    limit = 1 if shortest < 9 else 2
-    return Levenshtein.distance(a, b, score_cutoff=limit) <= limit
-
-
-@dataclass(frozen=True, slots=True)
-class _Diff:
-    kinds: tuple[str, ...]  # e.g. ("number", "negation"); empty → only benign differences
-    tokens: tuple[str, ...]
-
-
-_Block = tuple[int, int, int, int]  # quote tokens [i1, i2) differ from page tokens [j1, j2)
-
-
-def _align(q_tokens: list[str], p_tokens: list[str]) -> tuple[list[_Block], int, int, int] | None:
-    """Semi-global word alignment of the quote inside a wider page window.
-
-    Returns the differing blocks, the page token span [j_start, j_end) that the quote covers and
-    the number of quote words matched verbatim; None when no word matches. Page words outside the
-    span are context, not differences. Quote words before the first (after the last) matching
-    word pair with as many page words just before (after) it: "since 2015" against "since 2010.
-    Maria Lopez" is "2015 → 2010", not "2015 → Lopez".
-    """
-    equal = [op for op in Indel.opcodes(q_tokens, p_tokens) if op.tag == "equal"]
-    if not equal:
-        return None
-    first, last = equal[0], equal[-1]
-    pre = first.src_start
-    j_start = max(0, first.dest_start - pre)
-    post = len(q_tokens) - last.src_end
-    j_end = min(len(p_tokens), last.dest_end + post)
-    blocks: list[_Block] = []
-    if pre:
-        blocks.append((0, pre, j_start, first.dest_start))
-    for left, right in pairwise(equal):
-        if left.src_end < right.src_start or left.dest_end < right.dest_start:
-            blocks.append((left.src_end, right.src_start, left.dest_end, right.dest_start))
-    if post:
-        blocks.append((last.src_end, len(q_tokens), last.dest_end, j_end))
-    matched = sum(op.src_end - op.src_start for op in equal)
-    return blocks, j_start, j_end, matched
-
-
-def _classify(
-    blocks: list[_Block],
-    q_tokens: list[str],
-    q_cased: list[str],
-    p_tokens: list[str],
-    p_cased: list[str],
-) -> _Diff:
-    """Which of the differing word blocks carry meaning (and how to show them)."""
-    kinds: list[str] = []
-    tokens: list[str] = []
-    for i1, i2, j1, j2 in blocks:
-        qa, pa = q_tokens[i1:i2], p_tokens[j1:j2]
-        qc, pc = q_cased[i1:i2], p_cased[j1:j2]
-        if qa and pa and strip_diacritics("".join(qa)) == strip_diacritics("".join(pa)):
-            # "e-mail" vs "email", "Radon Situation" vs "Radon-Situation", "Muller" vs "Müller"
-            continue
-        if qa and pa:
-            label = f"{' '.join(qc)} → {' '.join(pc)}"
-        elif qa:
-            label = f"+{' '.join(qc)}"  # the quote adds words the page does not have
-        else:
-            label = f"-{' '.join(pc)}"  # the quote drops words the page has
-        found: list[str] = []
-        if any(_is_negation(t) for t in qa + pa) or (
-            len(qa) == 1 and len(pa) == 1 and _negating_pair(qa[0], pa[0])
-        ):
-            found.append("negation")
-        if any(any(ch.isdigit() for ch in t) for t in qa + pa):
-            found.append("number")
-        if any(t[:1].isupper() for t in qc + pc):
-            found.append("name")
-        if not found:
-            if len(qa) == 1 and len(pa) == 1 and _small_edit(qa[0], pa[0]):
-                continue
-            if len(qa) + len(pa) == 1 and (qa + pa)[0] in _FILLERS:
-                continue
-            found.append("word")
-        for k in found:
-            if k not in kinds:
-                kinds.append(k)
-        tokens.append(label)
-    return _Diff(tuple(kinds), tuple(tokens))
-
-
-_KIND_TEXT = {
-    "number": "a number or date differs",
-    "negation": "a negation was added or dropped",
-    "name": "a name differs",
-    "word": "a word differs",
-}
-
-
-# --------------------------------------------------------------------------------------------
 # Quote matching
 # --------------------------------------------------------------------------------------------
 
@@ -309,7 +172,7 @@ _MAX_OCCURRENCES = 64
 #: Approximate alignment costs about the cube of the quote's length (5 000 characters take
 #: seconds): a longer quote piece is aligned as consecutive chunks of at most this many
 #: characters, each after the one before it.
-_FUZZY_CHUNK_CHARS = 500
+FUZZY_CHUNK_CHARS = 500
 #: Elided pieces ("a … b … c") matched per quote; a quote with more is not checked.
 _MAX_QUOTE_PIECES = 64
 
@@ -323,8 +186,8 @@ class _Hit:
     diff: _Diff | None = None
 
 
-def _cased_tokens(text: str) -> list[str]:
-    return PASSAGE_TOKEN_RE.findall(text)
+def cased_tokens(text: str) -> list[str]:
+    return ALIGN_TOKEN_RE.findall(text)
 
 
 def _search_piece(
@@ -338,7 +201,7 @@ def _search_piece(
     i = norm.find(qn, start_at)
     if i >= 0:
         return _Hit(i, i + len(qn), 100.0, "normalised")
-    if len(qn) > _FUZZY_CHUNK_CHARS:
+    if len(qn) > FUZZY_CHUNK_CHARS:
         return _fuzzy_chunks(piece, page, start_at, policy)
     return _fuzzy(piece, qn, page, start_at, policy)
 
@@ -373,7 +236,7 @@ def _fuzzy_chunks(
     kinds: list[str] = []
     tokens: list[str] = []
     pos, stop = start_at, len(norm)
-    for chunk in _chunks(piece, _FUZZY_CHUNK_CHARS):
+    for chunk in _chunks(piece, FUZZY_CHUNK_CHARS):
         qn = normalise(chunk).strip(_EDGE_STRIP)
         if not qn:
             continue
@@ -389,7 +252,7 @@ def _fuzzy_chunks(
             return None
         if hits:
             # page words between two chunks are words the quote left out
-            spans = [m.span() for m in PASSAGE_TOKEN_RE.finditer(norm, pos, found.start)]
+            spans = [m.span() for m in ALIGN_TOKEN_RE.finditer(norm, pos, found.start)]
             if spans:
                 gap = _classify(
                     [(0, 0, 0, len(spans))],
@@ -418,14 +281,14 @@ def _merge(a: _Diff | None, b: _Diff) -> _Diff:
     return _Diff(a.kinds + tuple(k for k in b.kinds if k not in a.kinds), a.tokens + b.tokens)
 
 
-def _candidate_starts(
+def candidate_starts(
     qn: str, q_tokens: list[tuple[int, str]], norm: str, start_at: int, stop_at: int | None = None
 ) -> list[int]:
     """Where the quote could start in ``norm[start_at:stop_at]``, voted by its rarest words."""
     stop = len(norm) if stop_at is None else stop_at
     distinct: dict[str, int] = {}
     for offset, tok in q_tokens:
-        if len(tok) >= 3 or tok.isdigit():
+        if len(tok) >= 3 or tok.isdigit() or has_no_space_script(tok):
             distinct.setdefault(tok, offset)
     if not distinct:
         distinct = {tok: offset for offset, tok in q_tokens}
@@ -474,18 +337,18 @@ def _fuzzy(
     policy: PassagePolicy,
     stop_at: int | None = None,
 ) -> _Hit | None:
-    q_tok_spans = [(m.start(), m.group()) for m in PASSAGE_TOKEN_RE.finditer(qn)]
+    q_tok_spans = [(m.start(), m.group()) for m in ALIGN_TOKEN_RE.finditer(qn)]
     if len(q_tok_spans) < _MIN_FUZZY_TOKENS:
         return None
     norm = page.norm
     q_tokens = [t for _, t in q_tok_spans]
     cased_piece = normalise_cased(piece).strip(_EDGE_STRIP)
-    q_cased = _cased_tokens(cased_piece)
+    q_cased = cased_tokens(cased_piece)
     if len(q_cased) != len(q_tokens):
         q_cased = q_tokens  # lower() changed tokenisation (rare scripts): lose case info
     best: _Hit | None = None
     pad = max(24, len(qn) // 2)
-    for cand in _candidate_starts(qn, q_tok_spans, norm, start_at, stop_at):
+    for cand in candidate_starts(qn, q_tok_spans, norm, start_at, stop_at):
         w0 = max(start_at, cand - pad)
         w1 = min(len(norm), cand + len(qn) + 2 * pad)
         window = norm[w0:w1]
@@ -495,9 +358,9 @@ def _fuzzy(
         # widen the aligned span to whole words plus a little context on each side, then diff
         a0 = w0 + align.dest_start
         a1 = w0 + align.dest_end
-        c0 = _word_start(norm, max(start_at, a0 - 12))
-        c1 = _word_end(norm, min(len(norm), a1 + 12))
-        ctx_spans = [m.span() for m in PASSAGE_TOKEN_RE.finditer(norm, c0, c1)]
+        c0 = word_start(norm, max(start_at, a0 - 12))
+        c1 = word_end(norm, min(len(norm), a1 + 12))
+        ctx_spans = [m.span() for m in ALIGN_TOKEN_RE.finditer(norm, c0, c1)]
         p_tokens = [norm[s:e] for s, e in ctx_spans]
         if not p_tokens:
             continue
@@ -524,13 +387,13 @@ def _rank(hit: _Hit) -> tuple[int, float]:
     return (1 if clean else 0, hit.score)
 
 
-def _word_start(s: str, i: int) -> int:
+def word_start(s: str, i: int) -> int:
     while i > 0 and s[i - 1].isalnum():
         i -= 1
     return i
 
 
-def _word_end(s: str, j: int) -> int:
+def word_end(s: str, j: int) -> int:
     while j < len(s) and s[j].isalnum():
         j += 1
     return j
@@ -708,6 +571,25 @@ def find_passage(
     return result.model_copy(update={"in_main_text": in_main})
 
 
+#: Characters either side of a match read to find the sentences holding it.
+_SENTENCE_CONTEXT_CHARS = 600
+
+
+def sentence_of(page: PreparedText, start: int, end: int) -> str:
+    """The page's sentence (or run of sentences) holding original offsets [start, end)."""
+    text = page.text
+    lo = max(0, start - _SENTENCE_CONTEXT_CHARS)
+    hi = min(len(text), end + _SENTENCE_CONTEXT_CHARS)
+    spans = [
+        (s + lo, e + lo)
+        for s, e in page_sentence_spans(text[lo:hi])
+        if s + lo < end and e + lo > start
+    ]
+    if not spans:
+        return text[start:end]
+    return text[spans[0][0] : spans[-1][1]]
+
+
 def find_as_written(
     text: str,
     page_text: str | PreparedText,
@@ -743,12 +625,19 @@ def _stem(token: str) -> str:
     return token[:_STEM_CHARS] if len(token) > _STEM_CHARS else token
 
 
+def _terms_of(token: str) -> list[str]:
+    """A token's content terms: none for a stopword or a lone letter; a run of a script
+    written without spaces, its words (:func:`citeguard.lang.segment`), single characters
+    left out as a lone letter is."""
+    if has_no_space_script(token):
+        return [w for w in segment(token) if len(w) > 1 or w.isdigit()]
+    if token in PARAPHRASE_STOPWORDS or (len(token) < 2 and not token.isdigit()):
+        return []
+    return [_stem(token)]
+
+
 def _content_terms(text: str) -> list[str]:
-    return [
-        _stem(t)
-        for t in PASSAGE_TOKEN_RE.findall(normalise(text))
-        if t not in PARAPHRASE_STOPWORDS and (len(t) > 1 or t.isdigit())
-    ]
+    return [term for t in PASSAGE_TOKEN_RE.findall(normalise(text)) for term in _terms_of(t)]
 
 
 # Between sentences normalised together: not a token character, not whitespace, untouched by
@@ -773,8 +662,8 @@ def _sentence_terms(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
     across a NUL. Any other batch is done sentence by sentence.
     """
     out: list[list[str]] = []
-    # a token's term (None: a stopword or a lone letter), each distinct token worked out once
-    seen: dict[str, str | None] = {}
+    # a token's terms (none: a stopword or a lone letter), each distinct token worked out once
+    seen: dict[str, list[str]] = {}
     first = 0
     while first < len(spans):
         last, size = first, 0
@@ -794,12 +683,10 @@ def _sentence_terms(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
                 out.append(current)
                 current = []
                 continue
-            term = seen.get(tok, "")
-            if term == "":
-                keep = tok not in PARAPHRASE_STOPWORDS and (len(tok) > 1 or tok.isdigit())
-                term = seen[tok] = _stem(tok) if keep else None
-            if term is not None:
-                current.append(term)
+            terms = seen.get(tok)
+            if terms is None:
+                terms = seen[tok] = _terms_of(tok)
+            current.extend(terms)
         out.append(current)
     return out
 

@@ -275,7 +275,7 @@ async def test_a_reports_ranges_bounds_clauses_and_negations_are_no_contradictio
 ) -> None:
     """The real local model on long pages, one answer: none of the first four claims is
     contradicted (each was, before the hard-reject review: benchmarks/hard_rejects.py); the
-    fifth, whose number the page states otherwise for the same thing, still is."""
+    fifth, a copy of the page's sentence whose number it changed, is rejected."""
     urls = [
         farm.add("report.example.org", path, body=_long_page(title, fact, 20 + 10 * i))
         for i, (path, (title, fact)) in enumerate(REPORT_PAGES.items())
@@ -293,8 +293,12 @@ async def test_a_reports_ranges_bounds_clauses_and_negations_are_no_contradictio
         assert "number differs" not in ent.reason, (text, ent.reason)
     negated = by_claim[REPORT_CLAIMS[3]].checks[0].entailment
     assert negated is not None and negated.label != "supported"
-    changed = by_claim[REPORT_CLAIMS[4]].checks[0].entailment
-    assert changed is not None and changed.label == "contradicted"
-    assert "claim '15%' vs evidence '12%'" in changed.reason
+    # the fifth copies the page's sentence with its number changed: an altered passage, the
+    # page's own sentence beside the edit (before near-copies were read so, the model's
+    # number rule called it contradicted)
+    changed = by_claim[REPORT_CLAIMS[4]].checks[0]
+    assert changed.status.value == "passage_altered"
+    assert "15 → 12" in changed.reason
+    assert "Container traffic at the port rose by 12% in 2024." in changed.reason
     status = {c.url: c.status.value for c in verdict.citations}
-    assert status[urls[4]] == "not_entailed"
+    assert status[urls[4]] == "passage_altered"
