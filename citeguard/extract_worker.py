@@ -370,6 +370,9 @@ def _child(nice: int, memory_limit_mb: int) -> None:
     # the imports every extraction job needs, paid once
     import citeguard.checks.validity
     import citeguard.web.page  # noqa: F401
+    from citeguard.lang import warm_up
+
+    warm_up(identify=False)  # the word dictionary a page's sentence index reads
 
     def send(obj: object) -> None:
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)

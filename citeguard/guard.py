@@ -32,6 +32,7 @@ from citeguard.checks.validity import EarlyValidity, ScoreCache, check_validity,
 from citeguard.errors import CitationRejected, PolicyError
 from citeguard.exclusions import carried_failures, exclusion_run, remember_failures
 from citeguard.extract_stage import ExtractStage, Turns
+from citeguard.lang import warm_up as lang_warm_up
 from citeguard.loop import ON_FAIL, AnswerFn, Recheck, regenerate
 from citeguard.models import (
     Answer,
@@ -183,6 +184,8 @@ class Guard:
         # the public-suffix list is read on first use (~10-20 ms of Python): in a thread now,
         # not on the loop inside the first check that meets a host name
         sites = asyncio.ensure_future(asyncio.to_thread(registrable_domain, "example.com"))
+        # so are the word dictionary and the language model the lexical checks read (~1 s)
+        words = asyncio.ensure_future(asyncio.to_thread(lang_warm_up))
         try:
             entailer = self._get_entailer()
             warm = getattr(entailer, "warm_up", None)
@@ -193,6 +196,7 @@ class Guard:
             if extraction is not None:
                 await extraction
             await sites
+            await words
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()

@@ -239,6 +239,12 @@ class EntailmentPolicy(_Section):
     # with a validity.support_uncertain warning; "fail" rejects it not_entailed. None: "judge"
     # when Policy.judge is configured, else "warn" (Policy.on_uncertain_mode resolves it)
     on_uncertain: Literal["judge", "warn", "fail"] | None = None
+    # the languages (ISO 639-1) the local support model is shown to judge: its acceptances and
+    # rejections meet the bands' precision on labelled data of the language (English: the data
+    # it was fitted and banded on; Chinese measured and not: docs/claim-support.md). A claim
+    # and evidence both in another language are judged by the deterministic checks alone
+    # (numbers, names, near-copies, verbatim words); the rest is uncertain, the language named.
+    model_languages: tuple[str, ...] = ("en",)
 
     @model_validator(mode="after")
     def _bands(self) -> EntailmentPolicy:

@@ -99,6 +99,21 @@ def test_longpage_support(suite: dict[str, Any]) -> None:
         assert block["guard"]["rows"] == sum(block["statuses"].values())
 
 
+def test_near_copy(suite: dict[str, Any]) -> None:
+    nc = suite["scenarios"]["near_copy"]
+    if not (DATA / "passages" / "passages.jsonl").is_file():
+        assert "edits" not in nc
+        return
+    edits = nc["edits"]
+    assert edits["by_kind"]["all"]["n"] == edits["altered_rows"] > 0
+    for table in (edits["by_kind"], edits["unedited_by_language"]):
+        for row in table.values():  # every answer ends clean, rejected or uncertain
+            assert abs(row["clean"] + row["rejected"] + row["uncertain"] - 1.0) < 1e-3
+    if (DATA / "claims" / "ocnli_dev.jsonl").is_file():
+        assert {"verbatim", "other_page"} <= set(nc["chinese"]["cases"])
+    assert nc["dev_control"]["all"]["supported_rows"] > 0
+
+
 def test_throughput(suite: dict[str, Any]) -> None:
     t = suite["scenarios"]["throughput"]
     run = t["runs"]["20"]

@@ -25,6 +25,7 @@ from benchmarks.scenarios.common import Scenario
 from benchmarks.scenarios.delegated import (
     axes,
     dates,
+    near_copy,
     quotes,
     repair,
     report_parse,
@@ -56,6 +57,7 @@ SCENARIOS: dict[str, Scenario] = {
     "entail": entailment,
     "axes": axes,
     "quotes": quotes,
+    "near_copy": near_copy,
     "dates": dates,
     "stream": stream,
     "repair": repair,

@@ -85,6 +85,15 @@ async def quotes(cfg: Config, ctx: Context) -> dict[str, Any]:
     return await bench_quotes.scenario(cfg, ctx)
 
 
+async def near_copy(cfg: Config, ctx: Context) -> dict[str, Any]:
+    """Page segments with one meaning-changing edit cited unquoted, by kind and language;
+    Chinese sentences with a number changed or from another page; the development sets'
+    labelled claims as the false-reject control (``bench_near_copy``)."""
+    from benchmarks import bench_near_copy
+
+    return await bench_near_copy.scenario(cfg, ctx)
+
+
 # --------------------------------------------------------------------------------------------
 # 9. Publication dates per subset (bench_dates)
 # --------------------------------------------------------------------------------------------

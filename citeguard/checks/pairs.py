@@ -44,7 +44,7 @@ from citeguard.checks.quoted import (
     sentence_around,
     words_in,
 )
-from citeguard.lang import segment
+from citeguard.lang import script_language, segment
 from citeguard.models import (
     Answer,
     CitationStatus,
@@ -266,6 +266,21 @@ def relevance_floor(policy: Policy, entailer: object | None) -> float | None:
     return 0.0 if getattr(entailer, "can_reject", True) else LEXICAL_FLOOR
 
 
+def _blind_floor(pair: _Pair, policy: Policy, floor: float | None) -> float | None:
+    """The relevance floor of a claim in a script written without spaces whose language the
+    local model is not shown to judge (``EntailmentPolicy.model_languages``): the floor of an
+    entailer that cannot reject (:data:`LEXICAL_FLOOR`), since there it cannot. Unchanged when
+    a judge reads the uncertain claims, or the claim's script does not name a language."""
+    if floor is None or floor >= LEXICAL_FLOOR or policy.on_uncertain_mode == "judge":
+        return floor
+    if policy.entailment.backend not in ("auto", "local"):
+        return floor
+    lang = script_language(pair.claim_text)
+    if lang is None or lang in policy.entailment.model_languages:
+        return floor
+    return LEXICAL_FLOOR
+
+
 def _relevant(pair: _Pair, match: PassageMatch, floor: float) -> bool:
     """Whether a paraphrase below the threshold still covers enough of the page to judge."""
     return (
@@ -400,6 +415,7 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, floor: float
     pair.verified = True
     page = ext.page
     judged = floor is not None
+    floor = _blind_floor(pair, policy, floor)
     if pair.quote and quotes_page_title(pair.quote, page):
         # the claim names the page by its title: metadata, judged with the rest of the claim
         pair.quote = None
