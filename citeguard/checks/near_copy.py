@@ -32,14 +32,22 @@ from citeguard.checks.passage import (
 )
 from citeguard.lang import has_no_space_script
 from citeguard.models import PassageMatch
-from citeguard.text import ALIGN_TOKEN_RE, normalise, normalise_cased, sentence_spans, word_set
+from citeguard.text import (
+    ALIGN_TOKEN_RE,
+    PARAPHRASE_STOPWORDS,
+    normalise,
+    normalise_cased,
+    sentence_spans,
+    word_set,
+)
 
 __all__ = ["find_near_copy"]
 
 #: A claim shorter than this many tokens is not told apart from a common phrase.
-MIN_TOKENS = 4
-#: The share of the claim's tokens that must stand on the page, in order, for it to be a copy.
-MIN_COPIED = 0.7
+MIN_TOKENS = 3
+#: The share of the claim's tokens that must stand on the page, in order, for it to be a copy
+#: (two of three words, seven of ten).
+MIN_COPIED = 0.66
 #: Differing stretches a copy may have (an edit and a shortening, say), and the claim tokens
 #: that may differ in all.
 MAX_BLOCKS = 3
@@ -122,8 +130,12 @@ def _meaningful(
             if "number" in classify([block], q, qc, p, pc).kinds:
                 hard.append(block)
             continue
-        edge = i1 == 0 or i2 == len(q)
-        if edge or cjk or _has_digit(qa) or _has_digit(pa):
+        # a word at the claim's start is often a pronoun or connective the page spells out
+        # ("It" / "The Orange Prize"); one word swapped for one at its end is an edit
+        last_word = i2 == len(q) and len(qa) == len(pa) == 1
+        if i1 == 0 or (i2 == len(q) and not last_word):
+            continue
+        if cjk or _has_digit(qa) or _has_digit(pa) or _function_word(qa + pa):
             continue
         if _swapped_in_place(qa, pa, q, p) or _same_word(qa, pa):
             continue
@@ -133,6 +145,12 @@ def _meaningful(
         names = _capitalised(qc[i1:i2]) and _capitalised(pc[j1:j2])
         (hard if names else soft).append(block)
     return classify(hard, q, qc, p, pc), classify(soft, q, qc, p, pc)
+
+
+def _function_word(tokens: list[str]) -> bool:
+    """A pronoun, article or connective among the swapped words ("City" / "His" of the next
+    sentence): no content word was replaced."""
+    return any(t in PARAPHRASE_STOPWORDS for t in tokens)
 
 
 def _has_digit(tokens: list[str]) -> bool:
