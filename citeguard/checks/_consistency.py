@@ -204,18 +204,28 @@ _NOT_NEGATING = frozenset({"only", "just", "merely", "simply"})
 
 def _scoped_negations(text: str, shared: set[str]) -> int:
     """Negation cues whose next few content words include one of ``shared`` (stemmed)."""
+    governed = _negated_by_cue(text)
+    return sum(1 for scope in governed if any(w in shared for w in scope))
+
+
+def _negated_by_cue(text: str) -> list[list[str]]:
+    """Each negation cue's scope: the first three content stems after it."""
     toks = tokens(text)
-    count = 0
+    out: list[list[str]] = []
     for i, tok in enumerate(toks):
         if tok not in NEGATIONS:
             continue
         following = toks[i + 1 : i + 6]
         if following and following[0] in _NOT_NEGATING:
             continue
-        scope = [stem(t) for t in following if t not in STOPWORDS and t not in NEGATIONS][:3]
-        if any(w in shared for w in scope):
-            count += 1
-    return count
+        out.append([stem(t) for t in following if t not in STOPWORDS and t not in NEGATIONS][:3])
+    return out
+
+
+def _negated(text: str) -> set[str]:
+    """The stems a negation of ``text`` governs: the first three content words after each cue
+    ("does not include native vector indexes" → include, native, vector)."""
+    return {w for scope in _negated_by_cue(text) for w in scope}
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,6 +355,9 @@ class Consistency:
     n_entities: int = 0
     n_numbers: int = 0
     negation_flip: bool = False
+    # a word negated on one side only, though both sides may have a negation (see
+    # check_consistency): keeps a claim from passing, never rejects it; not a model feature
+    negation_scope: bool = False
 
     @property
     def is_contradiction(self) -> bool:
@@ -365,7 +378,7 @@ class Consistency:
                     for (c, e), s in zip(self.conflicting_numbers, sentences, strict=True)
                 )
             )
-        if self.negation_flip:
+        if self.negation_scope:
             parts.append("negation differs between claim and evidence")
         if self.missing_numbers:
             parts.append("numbers not in evidence: " + ", ".join(self.missing_numbers))
@@ -577,7 +590,7 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
     # Negation is judged against the single sentence that covers the claim best (a neighbour's
     # "not" is about something else), and only where the negated words are shared: "will not
     # benefit" against "could benefit" flips; "no definitive answer" beside the claim does not.
-    negation_flip = False
+    negation_flip = negation_scope = False
     if claim_words and sent_words:
         k = max(range(len(sents)), key=lambda i: len(claim_words & sent_words[i]))
         if len(claim_words & sent_words[k]) / len(claim_words) >= 0.7:
@@ -586,6 +599,16 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
             sentence_negated = _scoped_negations(sentence, claim_words) > 0
             negation_flip = (claim_negated and negation_count(sentence) == 0) or (
                 sentence_negated and negation_count(claim) == 0
+            )
+            # a word one side negates that the other side states without a negation, though
+            # both have a "not" somewhere: "adds native vector indexes, so search no longer
+            # needs an extension" against "does not include native vector indexes; search
+            # still needs the extension" (not a feature of the support model, which was fitted
+            # on negation_flip alone: it only keeps a claim from passing)
+            in_claim, in_sentence = _negated(claim), _negated(sentence)
+            negation_scope = bool(
+                ((in_claim & sent_words[k]) - in_sentence)
+                or ((in_sentence & claim_words) - in_claim)
             )
 
     return Consistency(
@@ -600,4 +623,5 @@ def _check_consistency(claim: str, evidence: str) -> Consistency:
         n_entities=len(claim_entities),
         n_numbers=len(claim_numbers),
         negation_flip=negation_flip,
+        negation_scope=negation_scope or negation_flip,
     )

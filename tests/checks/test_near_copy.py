@@ -197,3 +197,45 @@ async def test_the_guard_rejects_a_chinese_copy_with_a_changed_number(farm: Farm
     assert changed.checks[0].status is CitationStatus.PASSAGE_ALTERED
     assert "2.7 → 1.7" in changed.checks[0].reason
     assert verbatim.supported
+
+
+# --------------------------------------------------------------------------------------------
+# A contradiction in other words: a word negated on one side only
+# --------------------------------------------------------------------------------------------
+
+HELIX_PAGE = (
+    "Helix 5.0 does not include native vector indexes; similarity search still needs the "
+    "separate helix-vec extension."
+)
+
+
+def test_a_word_negated_on_one_side_only_is_found_though_both_sides_say_not() -> None:
+    from citeguard.checks._consistency import check_consistency
+
+    claim = (
+        "Helix 5.0 adds native vector indexes, so similarity search no longer needs a "
+        "separate extension"
+    )
+    found = check_consistency(claim, HELIX_PAGE)
+    assert found.negation_scope and "negation differs" in found.describe()
+    # the control: both sides negate the same words
+    same = check_consistency("Helix 5.0 does not have native vector indexes.", HELIX_PAGE)
+    assert not same.negation_scope
+
+
+async def test_the_local_model_does_not_pass_a_contradiction_in_other_words() -> None:
+    from citeguard.checks.entail import LocalEntailer
+
+    e = LocalEntailer()
+    (score,) = await e.score(
+        [
+            (
+                "Helix 5.0 adds native vector indexes, so similarity search no longer needs a "
+                "separate extension",
+                f"Helix 5.0 release notes. {HELIX_PAGE} Other improvements include faster joins.",
+            )
+        ]
+    )
+    assert score.label != "supported", score.reason
+    assert "negation differs" in score.reason
+    await e.aclose()

@@ -518,7 +518,7 @@ class LocalEntailer(_ExecutorOwner):
             reason = f"contradicted: {problems} ({facts})"
             contra = 1.0 - p
         elif label == "supported" and (
-            cons.missing_numbers or cons.elsewhere_numbers or cons.negation_flip
+            cons.missing_numbers or cons.elsewhere_numbers or cons.negation_scope
         ):
             # A number the evidence never states (or states only about something else), or a
             # "not" on one side only, is not shown supported, however similar the rest; nor is
