@@ -350,6 +350,10 @@ _VERBATIM_MIN_WORDS = 5
 _TRAILING_PUNCT = " \t\n.,;:!?…。！？"
 
 
+# a main text under this share of the page text is a sliver the extractor found, not the article
+_THIN_MAIN_SHARE = 0.1
+
+
 def _verbatim_claim(pair: _Pair, ext: ExtractedPage, policy: Policy) -> bool:
     """An unquoted claim whose words stand on the page as written (exactly, or after
     normalisation, in the main text) says what the page says: supported by construction, as
@@ -358,8 +362,13 @@ def _verbatim_claim(pair: _Pair, ext: ExtractedPage, policy: Policy) -> bool:
     text = pair.claim_text.strip(_TRAILING_PUNCT)
     if len(segment(text)) < _VERBATIM_MIN_WORDS:
         return False
-    # in the main text: a copy of the page's boilerplate is not the page's own statement
-    match = find_as_written(text, ext.text, main_text=ext.main, policy=policy.passage)
+    # in the main text: a copy of the page's boilerplate is not the page's own statement;
+    # unless the main text found is a sliver of the page (the extractor missed the article:
+    # then nothing tells the article from the rest)
+    main = ext.main
+    if main is not None and len(main.text) < _THIN_MAIN_SHARE * len(ext.text.text):
+        main = None
+    match = find_as_written(text, ext.text, main_text=main, policy=policy.passage)
     if match is None:
         return False
     pair.passage = match

@@ -61,3 +61,24 @@ async def test_english_is_judged_as_before() -> None:
     )
     assert "not shown to judge" not in score.reason
     await e.aclose()
+
+
+def test_a_verbatim_claim_stands_when_the_main_text_found_is_a_sliver_of_the_page() -> None:
+    from citeguard.checks.pairs import ExtractedPage, _Pair, verify_pair
+    from citeguard.models import Claim, Page
+    from citeguard.policy import Policy
+
+    sentence = "Dies ist vor allem im stationären Betrieb wichtig."
+    text = f"Menü Start Produkte. {sentence} " + "Weitere Artikel und Angebote. " * 40
+
+    def verdict(main: str) -> str | None:
+        page = Page(url="https://example.de/a", kind="html", text=text, main_text=main)
+        claim = Claim(index=0, text=sentence, start=0, end=len(sentence))
+        pair = _Pair(claim=claim, url=page.url, claim_text=sentence, quote=None)
+        verify_pair(pair, ExtractedPage.of(page), Policy(), floor=0.0)
+        return None if pair.entailment is None else pair.entailment.backend
+
+    # the extractor found a sliver (the menu): the claim's words on the page settle it
+    assert verdict("Menü Start Produkte.") == "verbatim"
+    # a main text that is the article, without the claim: boilerplate is not settled so
+    assert verdict("Weitere Artikel und Angebote. " * 30) is None
