@@ -101,6 +101,30 @@ async def test_check_claims_prints_the_per_claim_view(farm: Farm, tmp_path: Path
     assert claims[0]["text_fragment_url"].startswith(f"{good}#:~:text=")
 
 
+async def test_resolve_maps_only_the_hosts_it_names(farm: Farm, tmp_path: Path) -> None:
+    # like curl's --resolve: facts.example.com goes where it is mapped; localhost, not named,
+    # resolves as it would without the option (to the same farm, through the system resolver)
+    mapped = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    unmapped = farm.add("localhost", "/eiffel", body=PAGE)
+    path = tmp_path / "answer.md"
+    text = f'The Eiffel Tower is "330 metres tall" [1][2].\n\n[1] {mapped}\n[2] {unmapped}\n'
+    path.write_text(text)
+    rc, out, err = await _cli(
+        "check",
+        str(path),
+        "--json",
+        "--allow-private",
+        "--entailment",
+        "none",
+        *_resolve(farm, "facts.example.com"),
+    )
+    verdict = json.loads(out)
+    statuses = {c["url"]: (c["status"], c["reason"]) for c in verdict["citations"]}
+    assert statuses[mapped][0] == "ok" and statuses[unmapped][0] == "ok", statuses
+    assert rc == 0, err
+    assert ("GET", "localhost", "/eiffel") in farm.requests
+
+
 async def test_check_json_and_stdin(farm: Farm, tmp_path: Path) -> None:
     path, _, dead = _answer(farm, tmp_path)
     rc, out, _ = await _cli(
