@@ -127,7 +127,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_resolve_arg,
         default=[],
         metavar="HOST:ADDR",
-        help="map a host name to an address, like curl --resolve (repeatable)",
+        help="map a host name to an address, like curl --resolve (repeatable); other hosts "
+        "resolve as usual",
     )
     c.add_argument("--allow-private", action="store_true", help="allow private/loopback addresses")
     c.add_argument(
@@ -292,7 +293,7 @@ def _main(argv: Sequence[str] | None, *, out: TextIO | None) -> int:
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     from citeguard.guard import Guard
-    from citeguard.web.fetch import StaticResolver
+    from citeguard.web.fetch import StaticResolver, SystemResolver
 
     if args.file == "-" and args.searches == "-":
         raise InputError("the answer and --searches cannot both be - (stdin)")
@@ -311,11 +312,18 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
             backend=args.entailment, check_entailment=args.entailment != "none"
         ),
     )
-    resolver = StaticResolver(dict(args.resolve)) if args.resolve else None
 
     async def go() -> Verdict:
-        async with Guard(policy, resolver=resolver) as guard:
-            return await guard.check(answer, question=args.question, searches=searches)
+        # like curl's --resolve: the hosts named go where they are mapped, every other host to
+        # the system's resolver, as without the option
+        system = SystemResolver(ttl=policy.fetch.dns_cache_ttl) if args.resolve else None
+        resolver = StaticResolver(dict(args.resolve), fallback=system) if system else None
+        try:
+            async with Guard(policy, resolver=resolver) as guard:
+                return await guard.check(answer, question=args.question, searches=searches)
+        finally:
+            if system is not None:
+                await system.aclose()
 
     verdict = asyncio.run(go())
     if args.json:

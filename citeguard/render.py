@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from citeguard.models import Finding, GuardResult, Verdict
+from citeguard.models import Finding, GuardResult, Severity, Verdict
 
 __all__ = [
     "Column",
@@ -19,6 +19,7 @@ __all__ = [
     "render_result",
     "render_vector",
     "render_verdict",
+    "render_warnings",
     "table",
     "trim",
 ]
@@ -177,9 +178,36 @@ def render_verdict(verdict: Verdict, *, title: str | None = None, claims: bool =
     if claims:
         lines.append(render_claims(verdict))
     lines.append(render_vector(verdict))
+    lines.extend(render_warnings(verdict))
     for f in verdict.findings:
         lines.append(f"  note: {f.message}")
     return "\n".join(lines) + "\n"
+
+
+# warnings printed elsewhere: how the claims were judged (above the table), a claim's support
+# uncertain (under its citation)
+_SHOWN_ELSEWHERE = frozenset({"validity.entailment_fallback", "validity.support_uncertain"})
+
+
+def render_warnings(verdict: Verdict) -> list[str]:
+    """Every warning of every axis (what is reported without failing by itself: a stale source
+    under an uncertain regime, a missing recency caveat, a query's drift), one line each, with
+    the citation and the claim it is about; those the table already shows under their citation
+    aside."""
+    lines = []
+    for axis in verdict.axes.values():
+        for f in axis.findings:
+            if f.severity is not Severity.WARNING:
+                continue
+            if f.code in _SHOWN_ELSEWHERE and (f.url is not None or f.claim_index is None):
+                continue
+            # the citation, unless the message names it already
+            about = [f"citation {f.url}"] if f.url is not None and f.url not in f.message else []
+            if f.claim_index is not None:
+                about.append(f"claim {f.claim_index + 1}")
+            where = f" ({', '.join(about)})" if about else ""
+            lines.append(f"  warning: {axis.name}{where}: {f.message}")
+    return lines
 
 
 def _uncertain_note(f: Finding) -> str:

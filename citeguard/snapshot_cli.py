@@ -111,7 +111,14 @@ def snapshot_main(argv: Sequence[str], *, out: TextIO, err: TextIO | None = None
         if str(e):
             err.write(str(e))
         return e.status
+    named = "--store" if getattr(args, "store", None) else None
+    if named is None and os.environ.get(STORE_ENV):
+        named = f"${STORE_ENV}"
     location = getattr(args, "store", None) or os.environ.get(STORE_ENV) or DEFAULT_STORE
+    missing = _missing_store(location, named)
+    if missing:
+        err.write(missing)
+        return EXIT_USAGE
     args.namespace = getattr(args, "namespace", "citeguard")
     args.json = getattr(args, "json", False)
     try:
@@ -122,6 +129,29 @@ def snapshot_main(argv: Sequence[str], *, out: TextIO, err: TextIO | None = None
     except CiteguardError as e:
         err.write(f"citeguard snapshot: error: {e}\n")
         return EXIT_USAGE
+
+
+def _missing_store(location: str, named: str | None) -> str:
+    """What to say when an SQLite store is not there: what a store is, where it was looked
+    for (and why there), how to name another; empty when it is there (or is Redis)."""
+    if location.startswith(("redis://", "rediss://", "unix://")) or os.path.exists(location):
+        return ""
+    why = (
+        f"named by {named}"
+        if named
+        else f"the default: neither --store nor ${STORE_ENV} was given, and the default is "
+        "relative to the current directory"
+    )
+    return (
+        f"citeguard snapshot: error: no snapshot store at {location} "
+        f"(looked for at {os.path.abspath(location)}; {why}).\n"
+        "A snapshot store is the SQLite file (or Redis database) where a guard records, in "
+        "versions, the pages, searches and judge replies of its runs so that they can be "
+        'replayed offline: written by Guard(cache=..., snapshot_mode="record"), '
+        "`citeguard serve --store` or pytest's --citeguard-record (docs/ci-snapshots.md).\n"
+        f"Name another with --store PATH (or a redis:// URL), or the environment variable "
+        f"{STORE_ENV}.\n"
+    )
 
 
 async def _run(args: argparse.Namespace, location: str, out: TextIO) -> int:

@@ -101,6 +101,83 @@ async def test_check_claims_prints_the_per_claim_view(farm: Farm, tmp_path: Path
     assert claims[0]["text_fragment_url"].startswith(f"{good}#:~:text=")
 
 
+async def test_resolve_maps_only_the_hosts_it_names(farm: Farm, tmp_path: Path) -> None:
+    # like curl's --resolve: facts.example.com goes where it is mapped; localhost, not named,
+    # resolves as it would without the option (to the same farm, through the system resolver)
+    mapped = farm.add("facts.example.com", "/eiffel", body=PAGE)
+    unmapped = farm.add("localhost", "/eiffel", body=PAGE)
+    path = tmp_path / "answer.md"
+    text = f'The Eiffel Tower is "330 metres tall" [1][2].\n\n[1] {mapped}\n[2] {unmapped}\n'
+    path.write_text(text)
+    rc, out, err = await _cli(
+        "check",
+        str(path),
+        "--json",
+        "--allow-private",
+        "--entailment",
+        "none",
+        *_resolve(farm, "facts.example.com"),
+    )
+    verdict = json.loads(out)
+    statuses = {c["url"]: (c["status"], c["reason"]) for c in verdict["citations"]}
+    assert statuses[mapped][0] == "ok" and statuses[unmapped][0] == "ok", statuses
+    assert rc == 0, err
+    assert ("GET", "localhost", "/eiffel") in farm.requests
+
+
+def _warnings(verdict: dict[str, object]) -> list[dict[str, object]]:
+    """Every warning of a JSON verdict's axes, but a claim's uncertain support (the table
+    shows it under its citation)."""
+    axes = verdict["axes"]
+    assert isinstance(axes, dict)
+    return [
+        f
+        for axis in axes.values()
+        for f in axis["findings"]
+        if f["severity"] == "warning" and f["code"] != "validity.support_uncertain"
+    ]
+
+
+async def test_check_prints_every_warning_with_its_citation(farm: Farm, tmp_path: Path) -> None:
+    # a year-old page cited for "the latest" (freshness warns: the regime is uncertain) and a
+    # search that drifts from the question (the advisory query axis warns)
+    dated = (
+        '<html><head><meta property="article:published_time" content="2024-01-10"></head>'
+        "<body><p>The latest Helix release is Helix 4.0, with a columnar storage engine.</p>"
+        "</body></html>"
+    )
+    url = farm.add("facts.example.com", "/helix", body=dated)
+    answer = tmp_path / "answer.md"
+    answer.write_text(f'The latest Helix release is "Helix 4.0" [1].\n\n[1] {url}\n')
+    searches = tmp_path / "searches.json"
+    searches.write_text(json.dumps(["helix columnar engine benchmarks vendors pricing"]))
+    args = (
+        "check",
+        str(answer),
+        "-q",
+        "What is the latest stable release of the Helix database?",
+        "--searches",
+        str(searches),
+        "--allow-private",
+        "--entailment",
+        "none",
+        *_resolve(farm, "facts.example.com"),
+    )
+    _, raw, err = await _cli(*args, "--json")
+    warnings = _warnings(json.loads(raw))
+    assert {f["axis"] for f in warnings} >= {"freshness", "query"}, (warnings, err)
+    _, text, _ = await _cli(*args)
+    shown = [line.strip() for line in text.splitlines() if line.strip().startswith("warning:")]
+    assert len(shown) == len(warnings), text
+    for f in warnings:
+        assert any(
+            str(f["message"]) in line
+            and f"warning: {f['axis']}" in line
+            and (f["url"] is None or str(f["url"]) in line)
+            for line in shown
+        ), (f, shown)
+
+
 async def test_check_json_and_stdin(farm: Farm, tmp_path: Path) -> None:
     path, _, dead = _answer(farm, tmp_path)
     rc, out, _ = await _cli(

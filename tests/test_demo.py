@@ -67,3 +67,36 @@ def test_replay_is_byte_identical_across_processes() -> None:
     assert outs[0] == outs[1]
     data = json.loads(outs[0])
     assert data["passed"] is True and len(data["attempts"]) == 2
+
+
+def test_the_text_output_lists_every_warning_with_its_citation(replayed: GuardResult) -> None:
+    """The README's promise: the demo's stale source is flagged, in the text output too (issue
+    53: it showed "freshness: pass 1.00" and no warning); every warning of each attempt, with
+    the citation it is about."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "citeguard.cli", "demo"], capture_output=True, timeout=180
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    blocks = proc.stdout.decode().split("== attempt ")[1:]
+    assert len(blocks) == len(replayed.attempts)
+    for attempt, block in zip(replayed.attempts, blocks, strict=True):
+        shown = [line.strip() for line in block.splitlines() if line.strip().startswith("warning:")]
+        warnings = [
+            f
+            for axis in attempt.verdict.axes.values()
+            for f in axis.findings
+            if f.severity is Severity.WARNING and f.code != "validity.support_uncertain"
+        ]
+        assert len(shown) == len(warnings), block
+        for f in warnings:
+            assert any(
+                f.message in line
+                and line.startswith(f"warning: {f.axis}")
+                and (f.url is None or f.url in line)
+                for line in shown
+            ), (f, shown)
+    stale = [f for f in replayed.attempts[0].verdict.axes["freshness"].findings if f.url]
+    assert stale and stale[0].code == "freshness.stale_source"
+    assert any(
+        stale[0].url in line and "warning: freshness" in line for line in blocks[0].splitlines()
+    )

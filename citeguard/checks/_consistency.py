@@ -311,6 +311,11 @@ def _same_number(claim: NumberMention, ev: NumberMention) -> bool:
     return backs(_readings(claim), _readings(ev), scale=claim.scale)
 
 
+def stated_in(n: NumberMention, text: str) -> bool:
+    """Whether ``text`` states the number ``n`` under some plausible reading of each."""
+    return any(_same_number(n, e) for e in numbers(text))
+
+
 def _readings(n: NumberMention) -> tuple[Reading, ...]:
     return n.readings or (Reading(n.value, n.decimals),)
 

@@ -27,7 +27,7 @@ from citeguard.checks.entail import (
     evidence_windows,
     score_requests,
 )
-from citeguard.checks.evidence import claim_evidence
+from citeguard.checks.evidence import claim_evidence, with_stated_numbers
 from citeguard.checks.freshness import find_caveat
 from citeguard.checks.near_copy import find_near_copy
 from citeguard.checks.page_meta import page_head, quotes_page_title, without_citation_artefacts
@@ -455,7 +455,9 @@ def verify_pair(pair: _Pair, ext: ExtractedPage, policy: Policy, *, floor: float
     if judged and not pair.quote:
         _judge_on_page(pair, ext)
         return
-    pair.evidence = _evidence_window(page.text, pair.passage, policy.entailment.window_chars)
+    window = _evidence_window(page.text, pair.passage, policy.entailment.window_chars)
+    # what the page states of the claim's numbers the passage lacks (issue 53: a paper's year)
+    pair.evidence = with_stated_numbers(pair.claim_text, window, ext.text, ext.head)
 
 
 def _judge_on_page(pair: _Pair, ext: ExtractedPage) -> None:

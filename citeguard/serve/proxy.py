@@ -15,10 +15,13 @@ fetched); in hold mode a stream whose citation objects come before their text (A
 that text until then. One whose citation objects come after their text (OpenAI annotations)
 streams with ``late_citations``: a sentence that cites nothing inline is held until the stream
 ends, and what the guard releases after the upstream's last event waits for the whole answer's
-check; if that fails, the text sent stops at the first claim with an offending citation. The
-event that ends the stream carries the verdict. In hold mode an attempt nothing of which was sent
-is regenerated when it fails, and kept back while the upstream is asked once for fresher
-sources when it passes citing a source stale under an uncertain regime (``guarded_stream``).
+check; if that fails, the text sent stops at the first claim with an offending citation. Under
+``on_fail="strip"`` a failed answer whose failing citations are in its text ends as it would not
+streamed: stripped (``_strip_rest``), what was not sent of the stripped text sent after what was,
+with the same verdict word and ending. The event that ends the stream carries the verdict. In
+hold mode an attempt nothing of which was sent is regenerated when it fails, and kept back
+while the upstream is asked once for fresher sources when it passes citing a source stale under
+an uncertain regime (``guarded_stream``).
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ from citeguard.exclusions import Failures, excluded_for, exclusion_run
 from citeguard.feedback import Feedback, render_feedback
 from citeguard.guard import Guard
 from citeguard.integrations.gateway import block_message
-from citeguard.models import GuardResult, Verdict
+from citeguard.loop import ON_FAIL
+from citeguard.models import Attempt, GuardResult, Verdict
 from citeguard.parse import AnswerLimits, parse_answer
 from citeguard.policy import Policy
 from citeguard.providers.dispatch import read_provider
@@ -202,6 +206,7 @@ class _Relay:
         self.pause_at: int | None = None
         self.sent: dict[Any, str] = {}  # text sent per answer part
         self.sent_any = False  # whether any event went to the client
+        self.edited = False  # text the upstream did not send was added (``append``)
 
     def add(self, ev: SseEvent) -> _Frame:
         raw = ev.data
@@ -271,6 +276,9 @@ class _Relay:
                 if stop < end and not final:
                     self.partial = stop - f.pos
                     break
+            elif f.kind == "added":
+                out.append(self._out(f, f.data))
+                self.sent[f.key] = self.sent.get(f.key, "") + f.text
             elif f.kind == "cite":
                 # a citation object goes with the text it cites
                 before = self.dialect.cite_before_text
@@ -283,7 +291,7 @@ class _Relay:
                 out.append(self._out(f, f.data))
             else:
                 data = f.data
-                if self.mode == "hold" and self.released < self.length:
+                if self._rewrites():
                     data = self.dialect.rewrite_done(f.event, data, self.sent)
                 out.append(self._out(f, data))
             self.next += 1
@@ -291,11 +299,33 @@ class _Relay:
         self.sent_any = self.sent_any or bool(out)
         return out
 
+    def _rewrites(self) -> bool:
+        """Whether the events that repeat the answer's text say only what was sent."""
+        return self.mode == "hold" and (self.released < self.length or self.edited)
+
+    def sent_text(self) -> str | None:
+        """The answer's text sent so far, when it is one part (None: several parts)."""
+        keys = {f.key for f in self.frames if f.kind == "text"}
+        return self.sent.get(next(iter(keys)), "") if len(keys) == 1 else None
+
+    def append(self, text: str) -> None:
+        """Send ``text`` after what was sent of the answer, instead of the rest of the
+        upstream's text (a stripped answer's remainder: text the upstream did not send)."""
+        self.released = len(self.sent_text() or "")  # nothing more of the upstream's text
+        self.edited = True
+        last = max((i for i, f in enumerate(self.frames) if f.kind == "text"), default=None)
+        if last is None or not text:
+            return
+        like = self.frames[last]
+        data = self.dialect.with_text(like.data, text)
+        added = _Frame(like.event, data, "", "added", text=text, key=like.key)
+        self.frames.insert(max(last + 1, self.next), added)
+
     def finish(self, verdict: Mapping[str, Any]) -> list[bytes]:
         out = self.pump(final=True)
         for f in self.frames[self.next :]:
             data = f.data
-            if self.mode == "hold" and self.released < self.length:
+            if self._rewrites():
                 data = self.dialect.rewrite_done(f.event, data, self.sent)
             for event, payload in self.dialect.verdict_events(f.event, data, f.raw, verdict):
                 out.append(self._out(_Frame(event, payload, "", "terminal"), payload))
@@ -307,7 +337,7 @@ _INLINE_PARSE_CHARS = 4_000  # as Guard._parse: longer answers are parsed off th
 
 
 async def _first_failing(
-    policy: Policy, whole: Mapping[str, Any], verdict: Verdict, text: str
+    policy: Policy, whole: Mapping[str, Any] | str, verdict: Verdict, text: str
 ) -> int:
     """Where, in the streamed ``text``, the first claim of the whole answer's failed ``verdict``
     that has a failing citation (an offending URL, or its own pair's failure) begins (a
@@ -500,20 +530,31 @@ def _close(
     record: Record,
     meta: Mapping[str, Any],
     message: str,
+    stripped: GuardResult | None = None,
 ) -> bytes:
     """What is left to send of the answer ``relay`` holds, as far as it was released, and the
-    events that end the stream with ``verdict``."""
+    events that end the stream with ``verdict`` (``stripped``: what ``on_fail="strip"`` made
+    of it, whose rest the relay sends, :func:`_strip_rest`; its word and ending, as for the
+    same answer not streamed)."""
     dialect, mode = relay.dialect, relay.mode
     # the one vocabulary: a regenerated answer that passes is "passed", with its attempts
-    outcome: Outcome = verdict.verdict_word
+    outcome: Outcome = verdict.verdict_word if stripped is None else stripped.verdict_word
+    cut = stripped is not None and bool(stripped.removed_claims or stripped.removed_urls)
+    if stripped is not None and not cut:
+        verdict = stripped.verdict  # as guarded_call: the verdict shown is of what was cut
     record.outcome, record.attempts, record.verdict = outcome, attempts, verdict
     held = relay.length - (relay.released if mode == "hold" else relay.length)
-    ends = ending_of(guard.policy, outcome)
+    ends = ending_of(guard.policy, outcome, cut=cut)
+    if stripped is not None:
+        message = stripped.message
+    elif not verdict.passed:
+        message = "the answer failed the citation guard"
     shown = summary(
         verdict,
         outcome,
         attempts=attempts,
-        message=message if verdict.passed else "the answer failed the citation guard",
+        message=message,
+        result=stripped,
         extra={"mode": mode, "held_chars": max(held, 0), "ending": ends},
     )
     if ends == "error":
@@ -653,6 +694,10 @@ async def _attempt(
         ).message
         ending.exclude = frozenset(verdict.offending_urls)
         return
+    stripped = await _strip_rest(guard, relay, verdict, attempt, failures, whole is not None)
+    if stripped is not None:
+        yield _close(guard, relay, verdict, attempt, record, meta, "", stripped)
+        return
     if mode == "hold":
         if passed:
             relay.released = relay.length
@@ -669,3 +714,49 @@ async def _attempt(
                 allowed = min(allowed, cut)
             relay.released = max(relay.released, allowed)
     yield _close(guard, relay, verdict, attempt, record, meta, message)
+
+
+async def _strip_rest(
+    guard: Guard,
+    relay: _Relay,
+    verdict: Verdict,
+    attempt: int,
+    failures: Failures,
+    cited: bool,
+) -> GuardResult | None:
+    """A failed answer part of which was sent (or, on the last attempt, none), as the same
+    answer not streamed ends under ``on_fail="strip"`` (:class:`citeguard.loop.Strip`): its
+    failing claims and sources cut, the reference list's other entries kept, the removal
+    note added; if what is left still fails, up to its first failing claim (``_filtered``).
+    What the relay sent is that text's beginning (it sent only verified sentences, in order),
+    so the relay sends the rest of it (:meth:`_Relay.append`); None (the text stops where the
+    guard held it, as before) when it passed, in ``annotate`` mode, under another ``on_fail``,
+    for an answer with citation objects (``cited``: checked on the whole answer, as not
+    streamed), in several parts, or when the stripped text does not begin with what was sent."""
+    if relay.mode != "hold" or verdict.passed or cited or guard.policy.on_fail != "strip":
+        return None
+    sent = relay.sent_text()
+    if sent is None:
+        return None
+    text = "".join(f.text for f in relay.frames)
+
+    async def recheck(
+        answer: object, q: str, searches: list[Any] | None, exclude: frozenset[str]
+    ) -> Verdict:
+        return await guard.check(answer, question=q, searches=searches, exclude_urls=exclude)
+
+    why = f"attempt {attempt} failed once part of it was sent"
+    with exclusion_run(failures):
+        result = await ON_FAIL["strip"].finish(
+            [Attempt(number=attempt, answer=text, verdict=verdict)], why, recheck
+        )
+    if result.outcome != "stripped":
+        return None  # the failing citations are not in the text: nothing to strip
+    answer = result.answer
+    if not result.passed:
+        cut = await _first_failing(guard.policy, answer, result.verdict, answer)
+        answer = answer[:cut].rstrip()
+    if not answer.startswith(sent):
+        return None
+    relay.append(answer[len(sent) :])
+    return result

@@ -308,16 +308,37 @@ def policy_json(**extra: Any) -> str:
     return json.dumps(policy)
 
 
+GATEWAYS_DOC = ROOT / "docs" / "gateways.md"
+
+
+def documented(heading: str, lang: str) -> str:
+    """The first ``lang`` code block of docs/gateways.md's section ``## <heading>``."""
+    text = GATEWAYS_DOC.read_text().split(f"## {heading}\n", 1)[1]
+    return text.split(f"```{lang}\n", 1)[1].split("```", 1)[0]
+
+
+def documented_keys(shell: str) -> tuple[list[str], str, str]:
+    """Of the docs' shell lines: ``citeguard serve``'s keys (``CITEGUARD_API_KEYS``), and the
+    variable the gateway reads its key from with the key it holds (the other ``export``)."""
+    exports = dict(re.findall(r"export (\w+)=(\S+)", shell))
+    keys = exports.pop("CITEGUARD_API_KEYS").split(",")
+    ((variable, key),) = exports.items()
+    return keys, variable, key
+
+
 @contextmanager
-def gateway_app(policy: str | None = None) -> Iterator[str]:
+def gateway_app(policy: str | None = None, api_keys: frozenset[str] = frozenset()) -> Iterator[str]:
     """``citeguard serve``'s app (``create_app``: the gateway router on its one Guard), served by
-    uvicorn on 127.0.0.1:<free port> in a thread; yields its base URL."""
+    uvicorn on 127.0.0.1:<free port> in a thread; yields its base URL. ``api_keys``: the keys
+    it takes (none: any request)."""
     import uvicorn
 
     from citeguard import Policy
     from citeguard.serve import Settings, create_app
 
-    settings = Settings(policy=Policy.model_validate_json(policy or policy_json()), port=0)
+    settings = Settings(
+        policy=Policy.model_validate_json(policy or policy_json()), port=0, api_keys=api_keys
+    )
     app = create_app(settings)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))

@@ -19,15 +19,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
 
+from citeguard.serve import Settings
 from tests.integrations.gateway_servers import (
     QUESTION,
     LiteLLMProxy,
     Servers,
     answers,
+    documented,
+    documented_keys,
     gateway_app,
     policy_json,
     require_litellm,
@@ -76,14 +80,9 @@ def _generic(name: str, api_base: str, **params: Any) -> dict[str, Any]:
     }
 
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "gateways.md"
-
-
 def _documented_config(section: str) -> dict[str, Any]:
     """The first ``config.yaml`` of docs/gateways.md's section ``## LiteLLM: <section>``."""
-    text = DOCS.read_text().split(f"## LiteLLM: {section}\n", 1)[1]
-    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
-    config: dict[str, Any] = yaml.safe_load(block)
+    config: dict[str, Any] = yaml.safe_load(documented(f"LiteLLM: {section}", "yaml"))
     return config
 
 
@@ -95,8 +94,8 @@ def _documented_policies(guardrails: list[str]) -> dict[str, Any]:
     """The policy docs/gateways.md puts around the generic guardrail, for each of
     ``guardrails``, each attached by its own request tag (``POLICY_TAG:<name>``) instead of
     to every request, so the other tests of this proxy run without it."""
-    documented = _documented_config(GENERIC_DOCS)
-    ((name, policy),) = documented["policies"].items()
+    given = _documented_config(GENERIC_DOCS)
+    ((name, policy),) = given["policies"].items()
     step = policy["pipeline"]["steps"][0]
     assert step["guardrail"] == name and policy["guardrails"]["add"] == [name]
     return {
@@ -497,7 +496,7 @@ def test_default_on_guards_every_request_and_closes_with_the_proxy(
 
 @contextmanager
 def _started_as_written(
-    config: dict[str, Any], servers: Servers, tmp_path: Path
+    config: dict[str, Any], servers: Servers, tmp_path: Path, env: dict[str, str] | None = None
 ) -> Iterator[tuple[LiteLLMProxy, Any]]:
     """A documented config started with its own master key (no ``LITELLM_MASTER_KEY``) and
     what a reader changes: the model routes (the documented route's parameters, to the
@@ -520,7 +519,7 @@ def _started_as_written(
     ]
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    with LiteLLMProxy(python, path, master_key=key) as p:
+    with LiteLLMProxy(python, path, env, master_key=key) as p:
         c = openai.OpenAI(base_url=f"{p.url}/v1", api_key=key, max_retries=0, timeout=60)
         text, chunks = _stream(c, "good", [])
         assert text == answers(servers.site)["good"] and _ending(chunks)[0] == ["stop"]
@@ -587,3 +586,28 @@ def test_the_documented_generic_api_config_ends_a_blocked_stream_filtered_in_one
     blocked = [line for line in log.splitlines() if "citeguard blocked the answer" in line]
     assert len(blocked) == 3, log[-4000:]  # one line per blocked answer
     assert all("Generic Guardrail API blocked request" in line for line in blocked)
+
+
+def test_the_documented_generic_api_config_sends_citeguard_its_key(
+    servers: Servers, tmp_path: Path
+) -> None:
+    """Issue 53: followed as written, with ``citeguard serve`` requiring the key the docs'
+    shell lines give it, the generic guardrail reaches citeguard (LiteLLM sends the configured
+    ``api_key`` as ``x-api-key``): a good answer passes, a misquoted one is blocked with
+    citeguard's reason, not LiteLLM's "Generic Guardrail API failed" (a 401)."""
+    config = _documented_config(GENERIC_DOCS)
+    keys, variable, key = documented_keys(documented(f"LiteLLM: {GENERIC_DOCS}", "bash"))
+    params = config["guardrails"][0]["litellm_params"]
+    assert params["api_key"] == f"os.environ/{variable}" and key in keys
+    documented_base = urlsplit(params["api_base"])
+    assert documented_base.port == Settings().port  # where citeguard serve listens
+    with gateway_app(api_keys=frozenset(keys)) as url:
+        # what a reader changes besides the routes: citeguard's host (the test's port)
+        params["api_base"] = url + documented_base.path
+        with _started_as_written(config, servers, tmp_path, {variable: key}) as (_, c):
+            completion = c.chat.completions.create(
+                model="misquoted", messages=[{"role": "user", "content": QUESTION}]
+            )
+    content = completion.choices[0].message.content
+    assert completion.choices[0].finish_reason == "content_filter"
+    assert content.startswith("citeguard blocked the answer") and "passage_altered" in content

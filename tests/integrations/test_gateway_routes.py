@@ -8,19 +8,26 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
+import yaml
 
+from citeguard.serve import Settings
 from tests.integrations.gateway_servers import (
+    GATEWAYS_DOC,
     QUESTION,
     Servers,
     answers,
     completion,
+    documented,
+    documented_keys,
     gateway_app,
 )
 
@@ -200,3 +207,49 @@ def test_portkey_answers_before_its_timeout(http: httpx.Client, servers: Servers
         PORTKEY_PATH, params={"timeout_ms": 1000, "on_timeout": "pass"}, json=sent
     ).json()
     assert passed["verdict"] is True and passed["data"]["checked"] is False
+
+
+# --------------------------------------------------------------------------------------------
+# The configurations docs/gateways.md gives, against citeguard serve with API keys (issue 53):
+# the wire request each implies (where it goes, the key it sends) is answered, not 401
+# --------------------------------------------------------------------------------------------
+
+
+def _keyed_target(url: str, app: str) -> str:
+    """``url`` (a documented address of citeguard serve) at the test's ``app`` instead."""
+    parts = urlsplit(url)
+    assert parts.port == Settings().port  # the documented address is where serve listens
+    return app + parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+def test_the_documented_litellm_generic_config_is_answered_with_its_key(
+    servers: Servers,
+) -> None:
+    section = "LiteLLM: the generic guardrail API"
+    params = yaml.safe_load(documented(section, "yaml"))["guardrails"][0]["litellm_params"]
+    keys, variable, key = documented_keys(documented(section, "bash"))
+    # LiteLLM reads api_key (os.environ/NAME: that variable) and sends it as x-api-key
+    assert params["api_key"] == f"os.environ/{variable}"
+    sent = _litellm([answers(servers.site)["good"]])
+    with gateway_app(api_keys=frozenset(keys)) as app:
+        target = _keyed_target(params["api_base"], app) + LITELLM_PATH
+        answered = httpx.post(target, json=sent, headers={"x-api-key": key}, timeout=30)
+        refused = httpx.post(target, json=sent, timeout=30)
+    assert answered.status_code == 200 and answered.json()["action"] == "NONE"
+    assert refused.status_code == 401  # what the configuration without its key got
+
+
+def test_the_documented_portkey_webhook_is_answered_with_its_key(servers: Servers) -> None:
+    section = "Portkey: the webhook guardrail"
+    check = json.loads(documented(section, "json"))["output_guardrails"][0]["default.webhook"]
+    served = re.search(r"CITEGUARD_API_KEYS=(\S+)", GATEWAYS_DOC.read_text().split(section)[1])
+    assert served is not None
+    keys = served.group(1).split(",")
+    headers = check["headers"]  # Portkey sends the check's headers with each request
+    sent = _portkey(servers.site, "good")
+    with gateway_app(api_keys=frozenset(keys)) as app:
+        target = _keyed_target(check["webhookURL"], app)
+        answered = httpx.post(target, json=sent, headers=headers, timeout=30)
+        refused = httpx.post(target, json=sent, timeout=30)
+    assert answered.status_code == 200 and answered.json()["verdict"] is True
+    assert refused.status_code == 401

@@ -95,7 +95,8 @@ def test_no_regeneration_once_text_was_sent(
         upstream.resume()
     assert text.startswith(first) and "/dead" not in text
     assert verdict is not None
-    assert verdict["verdict"] == "rejected" and verdict["attempts"] == 1
+    # the failing sentence cut, what is left passing: repaired, as not streamed (issue 53)
+    assert verdict["verdict"] == "repaired" and verdict["attempts"] == 1
     assert len(upstream.requests) == 1
 
 
@@ -115,7 +116,8 @@ def test_attempts_end_at_the_policys_budget(
     upstream.script(dead(pages))  # every attempt cites the dead page
     text, verdict = chat_stream(_openai(service))
     attempts = service.settings.policy.max_attempts
-    assert text == ""
+    # nothing is left of the last attempt but the removal note, as not streamed (issue 53)
+    assert text == "[citeguard removed 1 claim(s) and 1 source(s) that failed verification]"
     assert verdict["verdict"] == "rejected" and verdict["attempts"] == attempts
     assert len(upstream.requests) == attempts
     # each retry excludes what failed before it

@@ -387,6 +387,27 @@ def _cli(*argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
+def test_cli_outside_a_project_says_what_the_store_is_and_how_to_name_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # run where there is no tests/snapshots/: the default store is not there (issue 53: the
+    # error said only "no snapshot store at tests/snapshots/citeguard.sqlite")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CITEGUARD_SNAPSHOT_STORE", raising=False)
+    code, out, err = _cli("list")
+    assert code == 2 and out == ""
+    assert "no snapshot store at tests/snapshots/citeguard.sqlite" in err
+    assert str(tmp_path / "tests" / "snapshots" / "citeguard.sqlite") in err  # where it looked
+    assert "the default" in err and "snapshot store is the SQLite file" in err  # what it is
+    assert "--store" in err and "CITEGUARD_SNAPSHOT_STORE" in err  # how to name another
+    assert not (tmp_path / "tests").exists()  # nothing created
+    # named by the environment variable: the message says so
+    monkeypatch.setenv("CITEGUARD_SNAPSHOT_STORE", str(tmp_path / "elsewhere.sqlite"))
+    code, _, err = _cli("list")
+    assert code == 2 and "named by $CITEGUARD_SNAPSHOT_STORE" in err
+    assert str(tmp_path / "elsewhere.sqlite") in err
+
+
 def test_cli_list_show_diff_prune_verify(tmp_path: Path) -> None:
     path = tmp_path / "cli.sqlite"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from citeguard.checks._consistency import Consistency, check_consistency, content_words
 from citeguard.errors import PolicyError
@@ -94,6 +94,25 @@ class _Window:
     consistency: Consistency
 
 
+#: Evidence up to this long (a passage and what the page states of the claim's numbers,
+#: :func:`citeguard.checks.evidence.with_stated_numbers`) is read whole for the numbers a window
+#: lacks; a longer one (a whole page) is not.
+_MAX_WHOLE_READ = 16_000
+
+
+def _stated_elsewhere(window: Consistency, whole: Consistency) -> Consistency:
+    """A window's facts with the numbers it lacks that the rest of the evidence states (the
+    page's date, a sentence about the claim's subject) no longer missing: missing only if the
+    whole evidence lacks them too; stated there only about something else, so marked."""
+    missing = tuple(n for n in window.missing_numbers if n in whole.missing_numbers)
+    elsewhere = window.elsewhere_numbers + tuple(
+        n
+        for n in window.missing_numbers
+        if n in whole.elsewhere_numbers and n not in window.elsewhere_numbers
+    )
+    return replace(window, missing_numbers=missing, elsewhere_numbers=elsewhere)
+
+
 def _candidate_windows(
     claim: str,
     evidence: str,
@@ -111,10 +130,15 @@ def _candidate_windows(
     pace = pace or _yield_gil
     units = bounded_sentence_spans(evidence, policy.window_chars)
     windows: list[_Window] = []
+    whole: Consistency | None = None  # of the whole evidence, read once if a window lacks a number
     for i, j in _greedy_ranges(units, policy.window_chars):
         text = evidence[units[i][0] : units[j][1]]
         sentences = tuple(evidence[s:e] for s, e in units[i : j + 1])
-        windows.append(_Window(text, sentences, check_consistency(claim, text)))
+        cons = check_consistency(claim, text)
+        if cons.missing_numbers and len(text) < len(evidence) <= _MAX_WHOLE_READ:
+            whole = check_consistency(claim, evidence) if whole is None else whole
+            cons = _stated_elsewhere(cons, whole)
+        windows.append(_Window(text, sentences, cons))
         pace()
     windows.sort(
         key=lambda w: (w.consistency.sentence_coverage, w.consistency.coverage), reverse=True
