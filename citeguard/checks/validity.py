@@ -573,6 +573,7 @@ def _citation_report(
         elapsed_ms=res.elapsed_ms if res is not None else 0.0,
         failure=failure,
         excluded=key in ctx.excluded,
+        via_resolver=res.via_resolver if res is not None else None,
     )
 
 
