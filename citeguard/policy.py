@@ -381,6 +381,25 @@ class JudgePolicy(_Section):
         return bool(self.base_url and self.model)
 
 
+class ScholarlyPolicy(_Section):
+    """Scholarly references (:mod:`citeguard.checks.scholarly`): a reference entry's title,
+    authors, year and venue compared with the paper it points at (its landing page's scholarly
+    tags, else the metadata service), and an entry with no link looked up by its title.
+
+    ``crossref_url`` and ``arxiv_api_url`` are the services' roots (a mirror's, or a test
+    server's: ``citeguard check --crossref-url URL --arxiv-api-url URL``); ``crossref_mailto`` is
+    the contact address Crossref asks for to serve a client from its polite pool. ``rows``: the
+    works a title search reads; ``max_lookups``: service requests one answer may make."""
+
+    enabled: bool = True
+    lookup_unlinked: bool = True
+    crossref_url: str = "https://api.crossref.org/"
+    arxiv_api_url: str = "https://export.arxiv.org/api/"
+    crossref_mailto: str | None = None
+    rows: int = Field(5, ge=1, le=20)
+    max_lookups: int = Field(100, ge=0)
+
+
 class Policy(_Validated):
     """Every threshold and switch. Frozen and validated: a bad value raises PolicyError.
 
@@ -403,6 +422,7 @@ class Policy(_Validated):
     freshness: FreshnessPolicy = Field(default_factory=FreshnessPolicy)
     query: QueryPolicy = Field(default_factory=QueryPolicy)
     judge: JudgePolicy = Field(default_factory=JudgePolicy)
+    scholarly: ScholarlyPolicy = Field(default_factory=ScholarlyPolicy)
 
     # a search agent's answer must cite at least this many sources (0: uncited answers pass)
     min_citations: int = Field(1, ge=0)
