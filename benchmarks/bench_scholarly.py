@@ -67,6 +67,8 @@ PUBLIC = {
     "bibtex-updater (live databases)": {"detected": 0.865, "false_positive": 0.092},
     "DOI resolution alone (live)": {"detected": 0.268, "false_positive": 0.185},
 }
+# (style, row) → the citation's reason, when a diagnosis asks for them (main --why)
+REASONS: dict[tuple[str, int], str] | None = None
 _HOMONYM = re.compile(r"\s\d{4}$")
 
 
@@ -114,8 +116,12 @@ def _v_initials(given: str) -> str:
 
 
 def _join(names: list[str], last: str) -> str:
+    """Names as a list: "A", "A and B" ("A, & B" where ``last`` keeps its comma: APA), "A, B,
+    and C"."""
     if len(names) <= 1:
         return "".join(names)
+    if len(names) == 2 and not last.startswith(", &"):
+        return f"{names[0]}{last.removeprefix(',')}{names[1]}"
     return ", ".join(names[:-1]) + f"{last}{names[-1]}"
 
 
@@ -362,10 +368,12 @@ async def _check(
         if doi:
             try:
                 key = normalize_url(doi_url(doi))
-            except Exception:  # noqa: BLE001 - a DOI the URL rules refuse: its own status
+            except Exception:
                 key = doi
         report = by_url.get(key)
         out[i] = report.status.value if report is not None else "not_a_citation"
+        if REASONS is not None:
+            REASONS[(style, i)] = report.reason if report is not None else ""
 
 
 def _rates(items: list[tuple[bool, bool]]) -> dict[str, Any]:

@@ -102,8 +102,8 @@ _AUTHORISH = re.compile(
     r"|\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][\w'\-]{1,40}"  # "J. Smith"
     r"|\b[A-Z][\w'\-]{1,40}\s[A-Z]{1,3}[,.]"  # "Smith J," (Vancouver)
     r"|\bet\.?\s?al\b"
-    # "Ada Lovelace. 1843. …", "Ada Lovelace, 1843": one author's full name, then the year
-    r"|^\s{0,3}[A-Z][\w'\-]{1,40}(?:\s[A-Z][\w'\-]{1,40}){1,3}[.,]\s\(?(?:1[89]|20)\d\d"
+    # "… Ada Lovelace. 1843. Title." (ACM, Chicago author-date): the year a sentence of its own
+    r"|[.,]\s\(?(?:1[89]|20)\d\d[a-z]?\)?\.\s"
 )
 
 

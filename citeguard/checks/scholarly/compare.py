@@ -159,6 +159,7 @@ def _authors(entry: Entry, work: Work, placed: Placement) -> MetadataMismatch | 
     if entry.is_bibtex:
         listed = tokens(entry.fields.get("author", ""))
     names = [t for t in listed if t.low.isalpha() and not _is_initials(t)]
+    present = {t.low for t in names}  # particles too: "Le", "Das", "van" are family names
     names = [t for t in names if t.low not in _NOT_NAMES]
     if not names:
         return None  # the entry lists no authors
@@ -171,7 +172,6 @@ def _authors(entry: Entry, work: Work, placed: Placement) -> MetadataMismatch | 
             if len(t.low) == 1:
                 initials.add(t.low)
     strangers = [t.text for t in names if t.low not in known and t.low[0] not in initials]
-    present = {t.low for t in names}
     required = work.authors[:1] if (entry.et_al or not work.authors_complete) else work.authors
     missing = [
         p

@@ -153,7 +153,7 @@ def read_entry(text: str) -> Entry:
         words = tokens(body)
     else:
         years = [int(y) for y in _YEAR.findall(plain)]
-        preprint = bool(_PREPRINT.search(text))
+        preprint = bool(_PREPRINT.search(plain))  # not a DOI's "10.48550/arXiv.…"
         et_al = bool(_ET_AL.search(plain))
         words = tokens(plain)
     quoted = _QUOTED.search(plain)
