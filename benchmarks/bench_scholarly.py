@@ -39,6 +39,7 @@ import re
 import socket
 import sys
 import time
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -50,9 +51,8 @@ from aiohttp import web
 
 from citeguard import Guard, Policy
 from citeguard.models import CitationStatus
-from citeguard.parse.scholarly import doi_url
+from citeguard.parse import parse_answer
 from citeguard.web.fetch import StaticResolver
-from citeguard.web.urls import normalize_url
 
 if TYPE_CHECKING:
     from benchmarks.context import Config, Context
@@ -125,10 +125,33 @@ def _join(names: list[str], last: str) -> str:
     return ", ".join(names[:-1]) + f"{last}{names[-1]}"
 
 
+_LATEX_ACCENT = re.compile(r"\\([`'^\"~vcu=.H])\s?\{?\\?([A-Za-z])\}?")
+_COMBINING = {
+    "`": "\u0300",
+    "'": "\u0301",
+    "^": "\u0302",
+    '"': "\u0308",
+    "~": "\u0303",
+    "v": "\u030c",
+    "c": "\u0327",
+    "u": "\u0306",
+    "=": "\u0304",
+    ".": "\u0307",
+    "H": "\u030b",
+}
+
+
+def unlatex(text: str) -> str:
+    """BibTeX text as a person writes it: accents as letters (é for its LaTeX), no braces."""
+    text = _LATEX_ACCENT.sub(lambda m: m.group(2) + _COMBINING[m.group(1)], text)
+    text = re.sub(r"\\[A-Za-z]+\s?", "", text).replace("{", "").replace("}", "")
+    return unicodedata.normalize("NFC", text)
+
+
 def render(fields: dict[str, str], style: str) -> str:
-    """One entry in one style."""
-    title = fields["title"].replace("{", "").replace("}", "")
-    persons, more = people(fields["author"])
+    """One entry in one style (BibTeX-like keeps the fields as they are, LaTeX included)."""
+    title = unlatex(fields["title"])
+    persons, more = people(unlatex(fields["author"]))
     year = fields.get("year", "")
     venue = fields.get("booktitle") or fields.get("journal") or ""
     doi = fields.get("doi")
@@ -360,17 +383,14 @@ async def _check(
 ) -> None:
     claims = " ".join(f"Finding {n} holds [{n}]." for n in range(1, len(batch) + 1))
     refs = "\n".join(f"[{n}] {render(rows[i]['fields'], style)}" for n, i in enumerate(batch, 1))
-    verdict = await guard.check(f"{claims}\n\nReferences\n{refs}\n")
+    text = f"{claims}\n\nReferences\n{refs}\n"
+    verdict = await guard.check(text)
     by_url = {c.normalized_url or c.url: c for c in verdict.citations}
+    # which URL each entry became (its DOI, an arXiv id it names first, reference:N)
+    cited = {c.label: c.normalized_url or c.url for c in parse_answer(text).citations}
     for n, i in enumerate(batch, 1):
-        doi = rows[i]["fields"].get("doi")
-        key = f"reference:{n}"
-        if doi:
-            try:
-                key = normalize_url(doi_url(doi))
-            except Exception:
-                key = doi
-        report = by_url.get(key)
+        key = cited.get(str(n))
+        report = by_url.get(key) if key is not None else None
         out[i] = report.status.value if report is not None else "not_a_citation"
         if REASONS is not None:
             REASONS[(style, i)] = report.reason if report is not None else ""

@@ -100,7 +100,8 @@ BIBTEX_START = re.compile(r"\s*@\s?([A-Za-z]{2,20})\s?\{")
 _AUTHORISH = re.compile(
     r"\b[A-Z][\w'\-]{1,40},\s?(?:[A-Z]\.|[A-Z][a-z]{1,30})"  # "Smith, J." / "Smith, John"
     r"|\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][\w'\-]{1,40}"  # "J. Smith"
-    r"|\b[A-Z][\w'\-]{1,40}\s[A-Z]{1,3}[,.]"  # "Smith J," (Vancouver)
+    r"|\b[A-Z][\w'\-]{1,40}\s[A-Z]{1,4}[,.]"  # "Smith J," (Vancouver)
+    r"|[\"“][^\"“”]{10,300}[,.]?[\"”]"  # a quoted title (IEEE, Chicago)
     r"|\bet\.?\s?al\b"
     # "… Ada Lovelace. 1843. Title." (ACM, Chicago author-date): the year a sentence of its own
     r"|[.,]\s\(?(?:1[89]|20)\d\d[a-z]?\)?\.\s"

@@ -171,7 +171,16 @@ def _authors(entry: Entry, work: Work, placed: Placement) -> MetadataMismatch | 
         for t in tokens(p.given, limit=10):
             if len(t.low) == 1:
                 initials.add(t.low)
-    strangers = [t.text for t in names if t.low not in known and t.low[0] not in initials]
+    # a name the paper's authors do not have, unless it is a given name the metadata gives as an
+    # initial, or a run of initials ("JWvd": Jan-Willem van de, in Vancouver style)
+    firsts = {w[0] for w in known}
+    strangers = [
+        t.text
+        for t in names
+        if t.low not in known
+        and t.low[0] not in initials
+        and not (len(t.low) <= 4 and set(t.low) <= firsts and t.text[0].isupper())
+    ]
     required = work.authors[:1] if (entry.et_al or not work.authors_complete) else work.authors
     missing = [
         p
