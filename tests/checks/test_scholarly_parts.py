@@ -157,46 +157,26 @@ PAPER = Work(
 )
 
 
+_AUTH = "Devlin, J., & Chang, M.-W."
+_TITLE = "BERT: Pre-training of deep bidirectional transformers"
+
+
 @pytest.mark.parametrize(
     ("entry", "fields"),
     [
-        ("Devlin, J., & Chang, M.-W. (2019). BERT. In NAACL.", {"title"}),  # too short to place
-        (
-            "Devlin, J., & Chang, M.-W. (2019). BERT: Pre-training of deep bidirectional transformers. In NAACL.",
-            set(),
-        ),
-        (
-            "Devlin, J., & Chang, M.-W. (2019). {BERT}: Pre-training of Deep Bidirectional Transformers for language understanding. In NAACL.",
-            set(),
-        ),
-        (
-            "Devlin, J., & Chang, M.-W. (2019). BERT: Pre-training of shallow bidirectional transformers. In NAACL.",
-            {"title"},
-        ),
+        (f"{_AUTH} (2019). BERT. In NAACL.", {"title"}),  # too little of the title to place
+        (f"{_AUTH} (2019). {_TITLE}. In NAACL.", set()),
+        (f"{_AUTH} (2019). {{BERT}}: {_TITLE[6:]} for language understanding. In NAACL.", set()),
+        (f"{_AUTH} (2019). {_TITLE.replace('deep', 'shallow')}. In NAACL.", {"title"}),
         (
             "Devlin J, Chang MW. BERT: pre-training of deep bidirectional transformers. NAACL. 2019.",
             set(),
         ),
-        (
-            "Devlin, J. et al. (2019). BERT: Pre-training of deep bidirectional transformers. NAACL.",
-            set(),
-        ),
-        (
-            "Devlin, J. (2019). BERT: Pre-training of deep bidirectional transformers. NAACL.",
-            {"authors"},
-        ),
-        (
-            "Devlin, J., & Chang, M.-W. (2018). BERT: Pre-training of deep bidirectional transformers. arXiv preprint.",
-            set(),
-        ),
-        (
-            "Devlin, J., & Chang, M.-W. (2017). BERT: Pre-training of deep bidirectional transformers. arXiv preprint.",
-            {"year"},
-        ),
-        (
-            "Devlin, J., & Chang, M.-W. (2018). BERT: Pre-training of deep bidirectional transformers. In NAACL.",
-            {"year"},
-        ),
+        (f"Devlin, J. et al. (2019). {_TITLE}. NAACL.", set()),
+        (f"Devlin, J. (2019). {_TITLE}. NAACL.", {"authors"}),
+        (f"{_AUTH} (2018). {_TITLE}. arXiv preprint.", set()),  # a preprint a year early
+        (f"{_AUTH} (2017). {_TITLE}. arXiv preprint.", {"year"}),
+        (f"{_AUTH} (2018). {_TITLE}. In NAACL.", {"year"}),
     ],
 )
 def test_what_counts_as_a_wrong_field(entry: str, fields: set[str]) -> None:
