@@ -169,7 +169,8 @@ _TITLE = "BERT: Pre-training of deep bidirectional transformers"
         (f"{_AUTH} (2019). {{BERT}}: {_TITLE[6:]} for language understanding. In NAACL.", set()),
         (f"{_AUTH} (2019). {_TITLE.replace('deep', 'shallow')}. In NAACL.", {"title"}),
         (
-            "Devlin J, Chang MW. BERT: pre-training of deep bidirectional transformers. NAACL. 2019.",
+            "Devlin J, Chang MW. BERT: pre-training of deep bidirectional transformers. "
+            "NAACL. 2019.",
             set(),
         ),
         (f"Devlin, J. et al. (2019). {_TITLE}. NAACL.", set()),
