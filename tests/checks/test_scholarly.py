@@ -5,16 +5,19 @@ each beside a control that passes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import sys
 from datetime import UTC, datetime
 from html import escape
+from pathlib import Path
 
 import pytest
 from aiohttp import web
 from conftest import Farm
 
-from citeguard import CitationStatus, FetchPolicy, Guard, Policy
+from citeguard import CitationStatus, FetchPolicy, Guard, Policy, SQLiteSnapshotStore
 from citeguard.checks.scholarly import check_references
 from citeguard.models import CitationReport, FetchResult, Verdict
 from citeguard.parse import parse_answer
@@ -395,3 +398,79 @@ async def test_a_web_page_without_scholarly_metadata_is_not_compared(
     )
     assert out == {}
     assert services.queries == []
+
+
+# --------------------------------------------------------------------------------------------
+# look-ups are recorded and replayed like every fetch; the CLI's flags reach them
+# --------------------------------------------------------------------------------------------
+
+
+async def test_lookups_are_recorded_and_replayed_from_the_snapshot_store(
+    farm: Farm, services: Services, tmp_path: Path
+) -> None:
+    text = "Attention replaced recurrence [1]. Proteins were probed [2].\n\nReferences\n"
+    text += f"[1] {ATTN}\n[2] {DOI_OK}\n"
+    path = tmp_path / "snap.sqlite"
+    store = SQLiteSnapshotStore(path)
+    try:
+        async with Guard(
+            _policy(farm),
+            resolver=farm.resolver,
+            cache=store,
+            snapshot_mode="record",
+            now=lambda: NOW,
+        ) as g:
+            recorded = await g.check(text)
+    finally:
+        await store.close()
+    asked = len(farm.requests)
+    assert services.queries and asked
+    store = SQLiteSnapshotStore(path, read_only=True)
+    try:
+        async with Guard(
+            _policy(farm),
+            resolver=farm.resolver,
+            cache=store,
+            snapshot_mode="replay",
+            now=lambda: NOW,
+        ) as g:
+            replayed = await g.check(text)
+    finally:
+        await store.close()
+    assert len(farm.requests) == asked  # nothing asked of the servers again
+    assert [(c.url, c.status, c.reason, c.scholarly) for c in replayed.citations] == [
+        (c.url, c.status, c.reason, c.scholarly) for c in recorded.citations
+    ]
+    assert {c.status for c in replayed.citations} == {S.OK}
+
+
+async def test_the_check_command_takes_the_services_urls(
+    farm: Farm, services: Services, tmp_path: Path
+) -> None:
+    answer = tmp_path / "answer.md"
+    answer.write_text(f"Attention replaced recurrence [1].\n\nReferences\n[1] {ATTN}\n")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "citeguard",
+        "check",
+        str(answer),
+        "--json",
+        "--allow-private",
+        "--entailment",
+        "none",
+        "--crossref-url",
+        farm.url("api.crossref.test", "/"),
+        "--crossref-mailto",
+        "ops@example.org",
+        "--resolve",
+        f"api.crossref.test:{farm.port}:127.0.0.1",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    body = json.loads(out)
+    (cit,) = body["citations"]
+    assert (cit["url"], cit["status"]) == ("reference:1", "ok"), err.decode()
+    assert cit["scholarly"]["doi"] == "10.5555/attn.2017"
+    assert services.queries[0]["mailto"] == "ops@example.org"
