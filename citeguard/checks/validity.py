@@ -578,6 +578,7 @@ def _citation_report(
         frag = text_fragment_url(final or raw, found.matched_text)
     earlier = ctx.carried.get(key)
     claims = ctx.url_claims.get(key, {})
+    paper = ctx.scholarly.get(key)
     return CitationReport(
         url=raw,
         normalized_url=key if key in ctx.normalized else None,
@@ -594,16 +595,20 @@ def _citation_report(
         passage=passage,
         entailment=ent,
         support=_support_of(st, failing, unsettled, pairs),
-        published=page.published if page is not None else None,
+        published=page.published if page is not None else (paper.published if paper else None),
         modified=page.modified if page is not None else None,
-        date_source=page.date_source if page is not None else None,
+        date_source=(
+            page.date_source
+            if page is not None
+            else ("scholarly metadata" if paper is not None and paper.published else None)
+        ),
         text_fragment_url=frag,
         title=page.title if page is not None else None,
         elapsed_ms=res.elapsed_ms if res is not None else 0.0,
         failure=failure,
         excluded=key in ctx.excluded,
         via_resolver=res.via_resolver if res is not None else None,
-        scholarly=paper.report if (paper := ctx.scholarly.get(key)) is not None else None,
+        scholarly=paper.report if paper is not None else None,
     )
 
 

@@ -280,6 +280,8 @@ async def test_a_real_paper_with_no_link_is_found_with_its_doi(
     assert report.scholarly is not None and report.scholarly.doi is not None
     assert report.scholarly.doi in report.reason
     assert report.claim_indices == [0]
+    # a paper with no page of its own is dated by its metadata (the freshness axis reads it)
+    assert report.published is not None and report.date_source == "scholarly metadata"
     assert verdict.passed
     as_json = json.loads(verdict.model_dump_json())
     assert as_json["citations"][0]["scholarly"]["doi"] == report.scholarly.doi

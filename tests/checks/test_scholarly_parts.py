@@ -94,7 +94,7 @@ def test_crossref_and_arxiv_answers_are_read() -> None:
             "items": [
                 {
                     "DOI": "10.1/x",
-                    "title": ["Main"],
+                    "title": ["<i>Main</i>"],
                     "subtitle": ["A subtitle"],
                     "author": [{"given": "Ann", "family": "Lee"}, {"name": "The Consortium"}],
                     "issued": {"date-parts": [[2019, 5]]},
@@ -109,6 +109,7 @@ def test_crossref_and_arxiv_answers_are_read() -> None:
     works = crossref_works(json.dumps(body).encode())
     assert works is not None and [w.doi for w in works] == ["10.1/x", "10.1/y"]
     assert works[0].title == "Main: A subtitle" and works[0].year == 2019
+    assert works[0].published is not None and works[0].published.month == 5
     assert [p.family for p in works[0].authors] == ["Lee", "Consortium"]
     assert works[1].preprint and not works[0].preprint
     assert crossref_works(b"<html>not json</html>") is None

@@ -21,6 +21,7 @@ import asyncio
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 from urllib.parse import quote, urlencode
 
@@ -61,6 +62,9 @@ class ScholarlyOutcome:
     status: CitationStatus
     reason: str
     report: ScholarlyReport
+    # when the paper came out, from the metadata service (a reference with no page of its own
+    # is dated by it)
+    published: datetime | None = None
 
 
 def _doi_of(url: str) -> str | None:
@@ -157,6 +161,7 @@ def _judged(entry: Entry, work: Work, via: str | None, *, linked: bool) -> Schol
         CitationStatus.OK,
         f"the reference names the paper ({how}{work.source}{'; ' + ident if ident else ''})",
         report,
+        work.published,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
-from citeguard.checks.scholarly.work import Person, Work
+from citeguard.checks.scholarly.work import Person, Work, dated
 from citeguard.web.urls import host_of
 
 MAX_HEAD_BYTES = 512 * 1024
@@ -23,6 +23,7 @@ MAX_JSONLD_CHARS = 64 * 1024
 MAX_AUTHORS = 500
 MAX_ITEMS = 20
 _YEAR = re.compile(r"(1[89]\d\d|20\d\d)")
+_TAG = re.compile(r"<[^<>]{0,300}>")
 _HEAD_END = re.compile(rb"</head\s*>", re.IGNORECASE)
 _VENUE_TAGS = (
     "citation_journal_title",
@@ -201,6 +202,7 @@ def _crossref_work(item: dict[str, Any]) -> Work | None:
     title = _text(item.get("title"))
     if not title:
         return None
+    title = html.unescape(_TAG.sub("", title))  # Crossref titles may carry <i>, <sub>, MathML
     subtitle = _text(item.get("subtitle"))
     if subtitle and ":" not in title:
         title = f"{title}: {subtitle}"
@@ -213,12 +215,14 @@ def _crossref_work(item: dict[str, Any]) -> Work | None:
             elif isinstance(a.get("name"), str):
                 authors.append(Person.of(a["name"]))
     year = None
+    published = None
     for key in ("issued", "published-print", "published-online", "published", "created"):
         parts = item.get(key, {}).get("date-parts") if isinstance(item.get(key), dict) else None
         if isinstance(parts, list) and parts and isinstance(parts[0], list) and parts[0]:
-            first = parts[0][0]
-            if isinstance(first, int):
-                year = first
+            ymd = [p if isinstance(p, int) else None for p in parts[0][:3]]
+            if ymd[0] is not None:
+                year = ymd[0]
+                published = dated(*ymd)
                 break
     kind = str(item.get("type") or "")
     doi = item.get("DOI") if isinstance(item.get("DOI"), str) else None
@@ -232,6 +236,7 @@ def _crossref_work(item: dict[str, Any]) -> Work | None:
         doi=doi,
         preprint=preprint,
         source=f"Crossref ({doi})" if doi else "Crossref",
+        published=published,
     )
 
 
@@ -282,6 +287,8 @@ def arxiv_works(body: bytes) -> list[Work]:
             html.unescape(" ".join(n[:500].split())) for n in _elements(entry, "name", MAX_AUTHORS)
         ]
         journal = _field("arxiv:journal_ref", entry)
+        first = _field("published", entry) or ""
+        date = re.match(r"(\d{4})-(\d{2})-(\d{2})", first)
         out.append(
             Work(
                 title=title,
@@ -292,6 +299,7 @@ def arxiv_works(body: bytes) -> list[Work]:
                 arxiv_id=arxiv_id,
                 preprint=journal is None,
                 source=f"the arXiv API (arXiv:{arxiv_id})",
+                published=dated(*(int(g) for g in date.groups())) if date else None,
             )
         )
     return out

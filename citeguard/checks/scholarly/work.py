@@ -4,7 +4,8 @@ venue names: which spellings name the same venue."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from citeguard.checks.scholarly.entry import folded, tokens
 
@@ -43,7 +44,22 @@ class Work:
     preprint: bool = False
     source: str = ""
     authors_complete: bool = True
-    extra: dict[str, str] = field(default_factory=dict)
+    # when the work came out, as exactly as its source says (Crossref's date parts, arXiv's
+    # first version); a year alone is 1 January
+    published: datetime | None = None
+
+
+def dated(year: int | None, month: int | None = None, day: int | None = None) -> datetime | None:
+    """A publication date from its parts (None: no year; a part out of range is dropped)."""
+    if year is None:
+        return None
+    try:
+        return datetime(year, month or 1, day or 1, tzinfo=UTC)
+    except ValueError:
+        try:
+            return datetime(year, 1, 1, tzinfo=UTC)
+        except ValueError:
+            return None
 
 
 # Venues: each canonical name and the folded word sequences that name it (whole words, in
