@@ -320,7 +320,8 @@ class Guard:
             need_body = (
                 policy.passage.check_passages
                 or (policy.entailment.check_entailment and policy.entailment.backend != "none")
-                # a scholarly reference is compared with its landing page's metadata
+                # a scholarly reference (an entry that reads as a paper) is compared with its
+                # landing page's metadata
                 or (policy.scholarly.enabled and any(c.reference for c in parsed.citations))
             )
             # each page is verified and handed to the entailer as soon as it is extracted

@@ -258,8 +258,8 @@ class Citation(_Model):
     # the URL is a provider redirect (Gemini's grounding-api-redirect), resolved by the Guard
     provider_redirect: bool = False
     via: str | None = None  # the provider redirect URL this citation's URL was resolved from
-    # the reference-list entry this citation resolved to, as written (capped): a scholarly
-    # reference's title, authors, year and venue are compared with the paper's
+    # the reference-list entry this citation resolved to, as written (capped), when it reads as
+    # a paper: its title, authors, year and venue are compared with the paper's
     reference: str | None = None
 
 

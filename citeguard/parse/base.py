@@ -65,7 +65,8 @@ class _RefDef:
     origin: CitationOrigin = "markdown"
     title: str | None = None
     quote: str | None = None
-    entry: str | None = None  # the entry's text as written (a reference list's), capped
+    # the entry's text as written, capped, when it reads as a paper (the scholarly check)
+    entry: str | None = None
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from citeguard.parse.base import (
 from citeguard.parse.links import _extract_url, _looks_like_destination
 from citeguard.parse.markdown import _FENCE
 from citeguard.parse.markers import _GLUED, _glued_reading
-from citeguard.parse.scholarly import MAX_ENTRY_CHARS
+from citeguard.parse.scholarly import MAX_ENTRY_CHARS, looks_scholarly
 from citeguard.web.urls import normalize_url
 
 # Reference list lines.
@@ -180,7 +180,9 @@ def _try_definition(lines: list[_Line], i: int, layout: _Layout, *, in_section: 
     if url is None and not in_section and m is not None and m.re is _BRACKET_NUM_ENTRY:
         return 0  # "[1] Some prose" outside a sources block, and no URL below: not an entry
     title = None if url is not None else _entry_title(rest)
-    entry = rest.strip()[:MAX_ENTRY_CHARS] or None
+    # an entry that reads as a paper (authors, a year, a title) is kept for the scholarly check
+    text = rest.strip()[:MAX_ENTRY_CHARS]
+    entry = text if text and looks_scholarly(text) else None
     for key in keys:
         _add_definition(layout, key, url, i, lines, title=title, entry=entry)
     layout.def_lines.update(range(i, i + used))
