@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import html
 import json
 import math
 import re
@@ -142,7 +143,9 @@ _COMBINING = {
 
 
 def unlatex(text: str) -> str:
-    """BibTeX text as a person writes it: accents as letters (é for its LaTeX), no braces."""
+    """BibTeX text as a person writes it: accents as letters (é for its LaTeX), no braces, no
+    HTML entities (the data's titles carry ``&apos;``)."""
+    text = html.unescape(text)
     text = _LATEX_ACCENT.sub(lambda m: m.group(2) + _COMBINING[m.group(1)], text)
     text = re.sub(r"\\[A-Za-z]+\s?", "", text).replace("{", "").replace("}", "")
     return unicodedata.normalize("NFC", text)

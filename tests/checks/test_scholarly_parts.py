@@ -179,6 +179,10 @@ _TITLE = "BERT: Pre-training of deep bidirectional transformers"
         (f"{_AUTH} (2018). {_TITLE}. arXiv preprint.", set()),  # a preprint a year early
         (f"{_AUTH} (2017). {_TITLE}. arXiv preprint.", {"year"}),
         (f"{_AUTH} (2018). {_TITLE}. In NAACL.", {"year"}),
+        (
+            f"{_AUTH} (2019). BERT&#58; Pre-training of deep bidirectional transformers. NAACL.",
+            set(),
+        ),
     ],
 )
 def test_what_counts_as_a_wrong_field(entry: str, fields: set[str]) -> None:

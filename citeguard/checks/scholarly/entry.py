@@ -10,6 +10,7 @@ the authors and the words after it the venue. Everything here is linear in the e
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -50,7 +51,10 @@ _QUOTED = re.compile(r"[\"“”«]([^\"“”«»]{8,400})[\"“”»]")
 
 
 def clean(text: str) -> str:
-    """``text`` without LaTeX markup and diacritics (case kept): what is compared."""
+    """``text`` without HTML entities, LaTeX markup and diacritics (case kept): what is
+    compared."""
+    if "&" in text:
+        text = html.unescape(text)  # "Don&apos;t", "Q&amp;A" as metadata and agents write them
     if "\\" in text:
         text = _LATEX_ESCAPE.sub(r"\1", text)
         text = _LATEX_ACCENT.sub(r"\1", text)
