@@ -95,10 +95,15 @@ class Services:
         doi = request.path.lstrip("/")
         if doi in ("10.5555/jps.2021.7",):
             raise web.HTTPFound(self.farm.url("www.journal.example.net", "/article/Garcia2021"))
+        if doi == "10.5555/attn.2017":  # a landing page with no scholarly tags
+            raise web.HTTPFound(self.farm.url("www.journal.example.net", "/article/bare"))
         return web.Response(status=404, text="DOI Not Found")
 
     async def _landing(self, request: web.Request) -> web.StreamResponse:
         key = request.path.rsplit("/", 1)[-1]
+        if key == "bare":
+            page = "<html><head><title>Article</title></head><body><p>Attention.</p></body>"
+            return web.Response(text=page + "</html>", content_type="text/html")
         tags = CITATION_TAGS.get(key)
         if tags is None:
             return web.Response(status=404, text="no such article")
@@ -244,6 +249,34 @@ async def test_a_doi_whose_reference_names_another_paper_is_a_metadata_mismatch(
     assert m.source == "the citation_* tags of www.journal.example.net"
     assert field in report.reason and found in report.reason
     assert not verdict.passed
+
+
+@pytest.mark.parametrize(
+    ("entry", "status"),
+    [
+        (
+            "Vaswani, A., Shazeer, N., & Parmar, N. (2017). Attention is all you need. In NeurIPS. "
+            "doi:10.5555/attn.2017",
+            S.OK,
+        ),
+        (
+            "Vaswani, A., Shazeer, N., & Parmar, N. (2015). Attention is all you need. In NeurIPS. "
+            "doi:10.5555/attn.2017",
+            S.METADATA_MISMATCH,
+        ),
+    ],
+)
+async def test_a_doi_whose_landing_page_has_no_tags_is_compared_with_crossref(
+    farm: Farm, services: Services, entry: str, status: CitationStatus
+) -> None:
+    _verdict, report = await _check(farm, entry)
+    assert report.status is status, report.reason
+    assert report.via_resolver == "doi.org"
+    assert (
+        report.scholarly is not None and report.scholarly.source == "Crossref (10.5555/attn.2017)"
+    )
+    assert [q for q in services.queries if "query.bibliographic" in q] == []  # by DOI, no search
+    assert farm.count(host="api.crossref.test", path="/works/10.5555/attn.2017") == 1
 
 
 # --------------------------------------------------------------------------------------------

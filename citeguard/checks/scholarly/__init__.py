@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode
 
 from citeguard.checks.scholarly.compare import find_work, mismatches, place_title
 from citeguard.checks.scholarly.entry import Entry, looks_scholarly, read_entry
@@ -70,7 +70,7 @@ class ScholarlyOutcome:
 
 def _doi_of(url: str) -> str | None:
     m = _DOI_URL.match(url)
-    return m.group(1) if m is not None else None
+    return unquote(m.group(1)) if m is not None else None  # the URL's path is percent-encoded
 
 
 def _arxiv_of(url: str) -> str | None:
