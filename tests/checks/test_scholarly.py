@@ -509,3 +509,21 @@ async def test_the_check_command_takes_the_services_urls(
     assert (cit["url"], cit["status"]) == ("reference:1", "ok"), err.decode()
     assert cit["scholarly"]["doi"] == "10.5555/attn.2017"
     assert services.queries[0]["mailto"] == "ops@example.org"
+
+
+async def test_an_answer_makes_at_most_max_lookups_requests(farm: Farm, services: Services) -> None:
+    n = 40
+    claims = " ".join(f"Finding {k} holds [{k}]." for k in range(1, n + 1))
+    refs = "\n".join(
+        f"[{k}] Doe, J., & Roe, R. (2020). Invented study number {k} of things. In NeurIPS."
+        for k in range(1, n + 1)
+    )
+    policy = _policy(farm, max_lookups=5)
+    async with Guard(policy, resolver=farm.resolver, now=lambda: NOW) as g:
+        verdict = await g.check(f"{claims}\n\nReferences\n{refs}\n")
+    statuses = [c.status for c in verdict.citations]
+    assert len(services.queries) == 5
+    assert statuses.count(S.NOT_FOUND) == 5
+    assert statuses.count(S.NOT_CHECKABLE) == n - 5
+    spent = next(c for c in verdict.citations if c.status is S.NOT_CHECKABLE)
+    assert "look-ups are spent" in spent.reason
