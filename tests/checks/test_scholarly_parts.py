@@ -183,6 +183,8 @@ _TITLE = "BERT: Pre-training of deep bidirectional transformers"
             f"{_AUTH} (2019). BERT&#58; Pre-training of deep bidirectional transformers. NAACL.",
             set(),
         ),
+        # a hyphen inside a word, and "&" for "and", are spelling, not another title
+        (f"{_AUTH} (2019). BERT: Pretraining of deep bi-directional transformers. NAACL.", set()),
     ],
 )
 def test_what_counts_as_a_wrong_field(entry: str, fields: set[str]) -> None:

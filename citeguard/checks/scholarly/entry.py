@@ -33,6 +33,7 @@ _LATEX_COMMAND = re.compile(r"\\[A-Za-z]{1,30}\s?")
 _LATEX_ESCAPE = re.compile(r"\\([&%$#_{}])")
 # a word, or a subtitle separator (a colon, or a dash between spaces)
 _TOKEN = re.compile(r"[^\W_]+|:|(?<=\s)[\u2013\u2014-](?=\s)")
+_HYPHENATED = re.compile(r"(?<=[^\W\d_])[-\u2010\u2011](?=[^\W\d_])")
 _PREPRINT = re.compile(
     r"\b(?:arxiv|preprint|corr|biorxiv|medrxiv|ssrn|chemrxiv|psyarxiv|research\s?square)\b",
     re.IGNORECASE,
@@ -73,9 +74,11 @@ class Tok:
 
 
 def tokens(text: str, *, limit: int = MAX_TOKENS) -> list[Tok]:
-    """The words of ``text`` (cleaned), in order; a dash between spaces is a ``:``."""
+    """The words of ``text`` (cleaned), in order; a dash between spaces is a ``:``, a hyphen
+    inside a word joins it ("pre-training" and "pretraining" are one word), ``&`` is "and"."""
     out: list[Tok] = []
-    for m in _TOKEN.finditer(clean(text)):
+    text = _HYPHENATED.sub("", clean(text)).replace("&", " and ")
+    for m in _TOKEN.finditer(text):
         word = m.group()
         if word in "\u2013\u2014-":
             word = ":"
@@ -114,7 +117,8 @@ class Entry:
         if self.fields:
             parts = [self.fields.get(k, "") for k in ("title", "author", "year")]
             return clean(" ".join(p for p in parts if p))[:400]
-        return " ".join(t.text for t in self.words if t.low != ":")[:400]
+        # the words as written (a hyphenated word kept whole for the service's own tokenizer)
+        return " ".join(clean(_strip_ids(self.text)).split())[:400]
 
     def title_guess(self) -> str | None:
         """The entry's title as best it can be told without the paper: a BibTeX title, a quoted
