@@ -80,6 +80,7 @@ from citeguard.policy import (
     PassagePolicy,
     Policy,
     QueryPolicy,
+    ScholarlyPolicy,
 )
 from citeguard.snapshot import SnapshotMode, SnapshotStore, SQLiteSnapshotStore
 from citeguard.web.fetch import Resolver, StaticResolver
@@ -136,6 +137,7 @@ __all__ = [
     "Regime",
     "Resolver",
     "SQLiteSnapshotStore",
+    "ScholarlyPolicy",
     "SearchRecord",
     "SearchResult",
     "Severity",

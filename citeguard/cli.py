@@ -23,7 +23,7 @@ from typing import Any, NoReturn, TextIO
 
 from citeguard.errors import CiteguardError, InputError
 from citeguard.models import SearchRecord, Verdict
-from citeguard.policy import EntailmentPolicy, FetchPolicy, Policy
+from citeguard.policy import EntailmentPolicy, FetchPolicy, Policy, ScholarlyPolicy
 from citeguard.render import render_verdict
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
@@ -131,6 +131,31 @@ def _parser() -> argparse.ArgumentParser:
         "resolve as usual",
     )
     c.add_argument("--allow-private", action="store_true", help="allow private/loopback addresses")
+    c.add_argument(
+        "--crossref-url",
+        metavar="URL",
+        default=None,
+        help="the Crossref REST API root scholarly references are looked up in (a mirror; "
+        "default https://api.crossref.org/)",
+    )
+    c.add_argument(
+        "--arxiv-api-url",
+        metavar="URL",
+        default=None,
+        help="the arXiv API root (default https://export.arxiv.org/api/)",
+    )
+    c.add_argument(
+        "--crossref-mailto",
+        metavar="ADDRESS",
+        default=None,
+        help="a contact address sent to Crossref (its polite pool)",
+    )
+    c.add_argument(
+        "--doi-resolver-url",
+        metavar="URL",
+        default=None,
+        help="where doi.org URLs are fetched from (a DOI resolver mirror; default https://doi.org/)",
+    )
     c.add_argument(
         "--timeout",
         type=_timeout_arg,
@@ -306,11 +331,23 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     if args.timeout is not None:
         fetch_kwargs["url_timeout"] = args.timeout
         fetch_kwargs["answer_deadline"] = max(args.timeout * 2, 20.0)
+    if args.doi_resolver_url is not None:
+        fetch_kwargs["doi_resolver_url"] = args.doi_resolver_url
+    scholarly = {
+        key: value
+        for key, value in (
+            ("crossref_url", args.crossref_url),
+            ("arxiv_api_url", args.arxiv_api_url),
+            ("crossref_mailto", args.crossref_mailto),
+        )
+        if value is not None
+    }
     policy = Policy(
         fetch=FetchPolicy.model_validate(fetch_kwargs),
         entailment=EntailmentPolicy(
             backend=args.entailment, check_entailment=args.entailment != "none"
         ),
+        scholarly=ScholarlyPolicy.model_validate(scholarly),
     )
 
     async def go() -> Verdict:

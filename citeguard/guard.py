@@ -27,6 +27,7 @@ from citeguard.checks.freshness import JudgeFreshnessClassifier, RegimeClassifie
 from citeguard.checks.judge import judge_for
 from citeguard.checks.judge_usage import JudgeMeter, judge_run
 from citeguard.checks.registry import build_checks
+from citeguard.checks.scholarly import check_references
 from citeguard.checks.sources import with_source_kinds
 from citeguard.checks.validity import EarlyValidity, ScoreCache, check_validity, uncited_references
 from citeguard.errors import CitationRejected, PolicyError
@@ -320,8 +321,12 @@ class Guard:
             regime_task = asyncio.ensure_future(self._regimes.classify(question, now=now))
             dates = asyncio.ensure_future(_dates_wanted(regime_task, policy))
             # fetch, each page's extraction starting as soon as its body arrives
-            need_body = policy.passage.check_passages or (
-                policy.entailment.check_entailment and policy.entailment.backend != "none"
+            need_body = (
+                policy.passage.check_passages
+                or (policy.entailment.check_entailment and policy.entailment.backend != "none")
+                # a scholarly reference (an entry that reads as a paper) is compared with its
+                # landing page's metadata
+                or (policy.scholarly.enabled and any(c.reference for c in parsed.citations))
             )
             # each page is verified and handed to the entailer as soon as it is extracted
             entailer = self._get_entailer()
@@ -362,6 +367,11 @@ class Guard:
                     if searches
                     else None
                 )
+                # scholarly references: the paper each names (its page's metadata, else a
+                # metadata service; an entry with no link looked up by its title)
+                papers = await check_references(
+                    parsed, fetched, fetcher=self._get_fetcher(), policy=policy.scholarly
+                )
                 cited = await check_validity(
                     parsed,
                     fetched,
@@ -375,6 +385,7 @@ class Guard:
                     soft_404s=soft_404s,
                     cascade=self._get_cascade(),
                     carried=carried,
+                    scholarly=papers,
                 )
                 regime = await regime_task
             except BaseException:

@@ -70,6 +70,9 @@ class CitationStatus(StrEnum):
     # the quote is on the page, but the page negates or hedges it right before the quoted words
     QUOTE_OUT_OF_CONTEXT = "quote_out_of_context"
     NOT_ENTAILED = "not_entailed"
+    # a scholarly reference whose title, authors, year or venue are not those of the paper it
+    # points at (or the one a metadata service finds for it)
+    METADATA_MISMATCH = "metadata_mismatch"
     # policy
     # the caller excluded the URL (``exclude_urls`` it passed; never a failure of an earlier
     # attempt of the same run: that URL keeps its failure's status, ``CitationReport.excluded``)
@@ -115,12 +118,13 @@ _OUTCOME: dict[CitationStatus, Outcome] = {
     CitationStatus.PASSAGE_ALTERED: Outcome.RESOLVES,
     CitationStatus.QUOTE_OUT_OF_CONTEXT: Outcome.RESOLVES,
     CitationStatus.NOT_ENTAILED: Outcome.RESOLVES,
+    CitationStatus.METADATA_MISMATCH: Outcome.RESOLVES,
     CitationStatus.EXCLUDED_BY_POLICY: Outcome.BROKEN,
     CitationStatus.NOT_RETRIEVED: Outcome.RESOLVES,
 }
 
 # The stages a cited URL goes through, in order; a failing status names the one it failed at.
-CitationStage = Literal["parse", "policy", "fetch", "extract", "passage", "entailment"]
+CitationStage = Literal["parse", "policy", "fetch", "extract", "metadata", "passage", "entailment"]
 
 _STAGE: dict[CitationStatus, CitationStage | None] = {
     CitationStatus.OK: None,
@@ -149,6 +153,7 @@ _STAGE: dict[CitationStatus, CitationStage | None] = {
     CitationStatus.PASSAGE_ALTERED: "passage",
     CitationStatus.QUOTE_OUT_OF_CONTEXT: "passage",
     CitationStatus.NOT_ENTAILED: "entailment",
+    CitationStatus.METADATA_MISMATCH: "metadata",
 }
 
 
@@ -253,6 +258,9 @@ class Citation(_Model):
     # the URL is a provider redirect (Gemini's grounding-api-redirect), resolved by the Guard
     provider_redirect: bool = False
     via: str | None = None  # the provider redirect URL this citation's URL was resolved from
+    # the reference-list entry this citation resolved to, as written (capped), when it reads as
+    # a paper: its title, authors, year and venue are compared with the paper's
+    reference: str | None = None
 
 
 class Claim(_Model):
@@ -335,6 +343,9 @@ class FetchResult(_Model):
     elapsed_ms: float = 0.0
     from_cache: bool = False
     fetched_at: datetime | None = None
+    # the identifier resolver (doi.org, hdl.handle.net, …) whose redirect led to another site:
+    # the page there is the one checked (FetchPolicy.resolver_hosts)
+    via_resolver: str | None = None
 
 
 PageKind = Literal["html", "pdf", "text", "unsupported", "empty"]
@@ -410,6 +421,27 @@ class EntailmentScore(_Model):
 FailureKind = Literal["url", "pair"]
 
 
+class MetadataMismatch(_Model):
+    """One field of a scholarly reference that is not the paper's."""
+
+    field: Literal["title", "authors", "year", "venue"]
+    cited: str  # what the reference says
+    found: str  # what the paper's metadata says
+    source: str  # where the true value came from ("citation_* tags of …", "Crossref", …)
+
+
+class ScholarlyReport(_Model):
+    """What the scholarly check found for a reference: the paper's identifiers, where its
+    metadata came from, the resolver it was reached through, and each field that differs."""
+
+    doi: str | None = None
+    arxiv_id: str | None = None
+    title: str | None = None  # the paper's title, as its metadata gives it
+    source: str | None = None
+    via_resolver: str | None = None
+    mismatches: list[MetadataMismatch] = Field(default_factory=list)
+
+
 class CitationReport(_Model):
     """The end state of one distinct cited URL."""
 
@@ -447,6 +479,10 @@ class CitationReport(_Model):
     # this attempt excluded the URL and did not fetch it again: the status and reason are those
     # of its failure in an earlier attempt of the run (or excluded_by_policy: the caller's)
     excluded: bool = False
+    # an identifier resolver (doi.org, …) led to the page checked (FetchResult.via_resolver)
+    via_resolver: str | None = None
+    # a scholarly reference: the paper found, its metadata's source, each field that differs
+    scholarly: ScholarlyReport | None = None
 
     @property
     def outcome(self) -> Outcome:

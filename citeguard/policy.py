@@ -38,6 +38,25 @@ DEFAULT_RETRY_AFTER_CAP = 5.0
 DEFAULT_POSITIVE_TTL = 6 * 3600.0
 DEFAULT_NEGATIVE_TTL = 5 * 60.0
 DEFAULT_USER_AGENT = "citeguard/0.1 (+https://pypi.org/project/citeguard-agent/)"
+# identifier resolvers whose redirects may leave their site (FetchPolicy.resolver_hosts): the
+# DOI resolver and its old names, the Handle System, identifiers.org and its twin n2t.net,
+# Elsevier's DOI link resolver (doi.org → linkinghub.elsevier.com → sciencedirect.com), and NCBI's
+# PubMed / PMC id links
+DEFAULT_RESOLVER_HOSTS = frozenset(
+    {
+        "doi.org",
+        "dx.doi.org",
+        "www.doi.org",
+        "hdl.handle.net",
+        "identifiers.org",
+        "n2t.net",
+        "linkinghub.elsevier.com",
+        "www.ncbi.nlm.nih.gov",
+        "pubmed.ncbi.nlm.nih.gov",
+        "pmc.ncbi.nlm.nih.gov",
+    }
+)
+DEFAULT_DOI_RESOLVER_URL = "https://doi.org/"
 DEFAULT_JUDGE_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_JUDGE_TIMEOUT = 30.0
 DEFAULT_JUDGE_RETRIES = 2
@@ -159,6 +178,13 @@ class FetchPolicy(_Section):
     # is False (e.g. an intranet docs site). Every other host, and every redirect hop, is checked.
     allowed_private_hosts: frozenset[str] = frozenset()
     allowed_schemes: frozenset[str] = frozenset({"http", "https"})
+    # Identifier resolvers: hops, not destinations. A redirect from one of these hosts may
+    # leave the site (doi.org → the publisher); the page it lands on is the one checked, and
+    # from there the cross-site rule holds again. Every other host's redirects stay on its site.
+    resolver_hosts: frozenset[str] = DEFAULT_RESOLVER_HOSTS
+    # Where a DOI's resolver URL (https://doi.org/10.…) is sent: a mirror, or a test server
+    # ("http://doi.test:8080/"); the citation keeps its doi.org URL.
+    doi_resolver_url: str = DEFAULT_DOI_RESOLVER_URL
     user_agent: str = DEFAULT_USER_AGENT
     dns_cache_ttl: int = 300
     # Soft 404s: a short 200 page is compared with what its host serves for a made-up path
@@ -361,6 +387,25 @@ class JudgePolicy(_Section):
         return bool(self.base_url and self.model)
 
 
+class ScholarlyPolicy(_Section):
+    """Scholarly references (:mod:`citeguard.checks.scholarly`): a reference entry's title,
+    authors, year and venue compared with the paper it points at (its landing page's scholarly
+    tags, else the metadata service), and an entry with no link looked up by its title.
+
+    ``crossref_url`` and ``arxiv_api_url`` are the services' roots (a mirror's, or a test
+    server's: ``citeguard check --crossref-url URL --arxiv-api-url URL``); ``crossref_mailto`` is
+    the contact address Crossref asks for to serve a client from its polite pool. ``rows``: the
+    works a title search reads; ``max_lookups``: service requests one answer may make."""
+
+    enabled: bool = True
+    lookup_unlinked: bool = True
+    crossref_url: str = "https://api.crossref.org/"
+    arxiv_api_url: str = "https://export.arxiv.org/api/"
+    crossref_mailto: str | None = None
+    rows: int = Field(5, ge=1, le=20)
+    max_lookups: int = Field(100, ge=0)
+
+
 class Policy(_Validated):
     """Every threshold and switch. Frozen and validated: a bad value raises PolicyError.
 
@@ -383,6 +428,7 @@ class Policy(_Validated):
     freshness: FreshnessPolicy = Field(default_factory=FreshnessPolicy)
     query: QueryPolicy = Field(default_factory=QueryPolicy)
     judge: JudgePolicy = Field(default_factory=JudgePolicy)
+    scholarly: ScholarlyPolicy = Field(default_factory=ScholarlyPolicy)
 
     # a search agent's answer must cite at least this many sources (0: uncited answers pass)
     min_citations: int = Field(1, ge=0)

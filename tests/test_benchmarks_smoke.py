@@ -226,6 +226,22 @@ def test_quotes(suite: dict[str, Any]) -> None:
     assert row["name"].startswith("verbatim quotes accepted") and row["target"] == ">= 0.98"
 
 
+def test_scholarly(suite: dict[str, Any]) -> None:
+    sc = suite["scenarios"]["scholarly"]
+    if "skipped" in sc:
+        pytest.skip(sc["skipped"])  # the shared data is absent
+    for half in ("tune", "held_out"):
+        overall = sc[half]["overall"]
+        assert overall["n"] > 0
+        assert all(0 <= overall[k] <= 1 for k in ("detected", "false_positive", "f1"))
+        assert set(sc[half]["per_style"]) == {"apa", "bibtex"}
+    assert [t["name"] for t in sc["targets"]] == [
+        "held-out: hallucinated detected",
+        "held-out: real flagged",
+        "held-out: every kind detected",
+    ]
+
+
 def test_report_files(suite: dict[str, Any], tmp_path: Path) -> None:
     paths = write_results(suite, tmp_path)
     names = {p.name for p in paths}

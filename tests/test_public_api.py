@@ -53,6 +53,7 @@ PUBLIC = [
     "Regime",
     "Resolver",
     "SQLiteSnapshotStore",
+    "ScholarlyPolicy",
     "SearchRecord",
     "SearchResult",
     "Severity",

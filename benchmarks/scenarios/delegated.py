@@ -1,5 +1,5 @@
 """The scenarios that run a ``bench_*`` module: ``snapshot``, ``axes``, ``quotes``, ``dates``,
-``stream``, ``repair``, ``report_parse`` and ``soft404_load``."""
+``stream``, ``repair``, ``report_parse``, ``soft404_load`` and ``scholarly``."""
 
 from __future__ import annotations
 
@@ -191,3 +191,18 @@ async def soft404_load(cfg: Config, ctx: Context) -> dict[str, Any]:
     from benchmarks import bench_soft404_load
 
     return await bench_soft404_load.scenario(cfg, ctx)
+
+
+# --------------------------------------------------------------------------------------------
+# Scholarly references, closed world (bench_scholarly)
+# --------------------------------------------------------------------------------------------
+
+
+async def scholarly(cfg: Config, ctx: Context) -> dict[str, Any]:
+    """HALLMARK's dev split rendered in seven citation styles, checked through the guard against
+    a local DOI resolver, landing pages and Crossref-format API holding the real papers:
+    detection, false positives and F1 per kind, tune and held-out halves
+    (``bench_scholarly``)."""
+    from benchmarks import bench_scholarly
+
+    return await bench_scholarly.scenario(cfg, ctx)

@@ -38,6 +38,7 @@ from citeguard.checks.pairs import (
 # the per-pair room's private names the tests import from here, as they always did
 from citeguard.checks.pairs import _TurnBudget as _TurnBudget
 from citeguard.checks.passage import text_fragment_url
+from citeguard.checks.scholarly import ScholarlyOutcome
 from citeguard.models import (
     Answer,
     AxisResult,
@@ -56,6 +57,7 @@ from citeguard.models import (
     Severity,
     Verdict,
 )
+from citeguard.parse.scholarly import REFERENCE_SCHEME
 from citeguard.policy import Policy
 from citeguard.web.botwall import bot_wall_reason
 from citeguard.web.soft404 import soft_404_reason
@@ -103,6 +105,7 @@ async def check_validity(
     soft_404s: Mapping[str, str] | None = None,
     cascade: Entailer | None = None,
     carried: Mapping[str, CitationReport] | None = None,
+    scholarly: Mapping[str, ScholarlyOutcome] | None = None,
 ) -> ValidityOutcome:
     """Compose resolution, passage presence and entailment into the validity axis.
 
@@ -114,8 +117,11 @@ async def check_validity(
     to when ``Policy.on_uncertain_mode`` is "judge". ``carried``: the ``excluded`` URLs that
     failed an earlier attempt of the run (normalised URL → that failure's report): each keeps
     its status and reason; any other excluded URL is the caller's (``excluded_by_policy``).
+    ``scholarly``: the scholarly references' outcomes (:mod:`citeguard.checks.scholarly`), by
+    normalised URL (or ``reference:`` URL): a page that resolved takes its reference's status.
     """
     soft_404s = soft_404s or {}
+    scholarly = scholarly or {}
     carried = carried or {}
     pages = {u: e.page for u, e in extracted.items()}
     findings: list[Finding] = list(answer.findings)
@@ -143,6 +149,7 @@ async def check_validity(
         url_claims=url_claims,
         raw_url=raw_url,
         listed=listed,
+        scholarly=scholarly,
     )
     if len(answer.citations) + len(listed) > _INLINE_ITEMS:
         await asyncio.to_thread(resolve)
@@ -196,6 +203,7 @@ async def check_validity(
         raw_url=raw_url,
         normalized=normalized,
         listed=listed,
+        scholarly=scholarly,
     )
     roll_up = functools.partial(_roll_up, answer, pairs, ctx, findings, url_status)
     # per citation too: 2,000 bare URLs (no claim, no pair) held the event loop for ~100 ms;
@@ -237,6 +245,7 @@ def _resolution(
     url_claims: dict[str, dict[int, None]],
     raw_url: dict[str, str],
     listed: Mapping[str, str],
+    scholarly: Mapping[str, ScholarlyOutcome],
 ) -> None:
     """Each distinct URL's status and reason (fetch, exclusion, unreadable page, soft 404),
     the claims citing it and its first spelling, filled into the given dicts; the ``listed``
@@ -257,6 +266,8 @@ def _resolution(
             bad = url_problems.get(c.url)
             if bad is not None and bad.code == "blocked_scheme":
                 url_status[key] = (CitationStatus.BLOCKED_SCHEME, bad.message)
+            elif c.reference is not None and c.url.startswith(REFERENCE_SCHEME):
+                url_status[key] = _looked_up(scholarly.get(key))
             elif bad is not None and bad.code == "not_checkable":
                 # a provider's document citation with no URL (citeguard.providers)
                 url_status[key] = (CitationStatus.NOT_CHECKABLE, bad.message)
@@ -265,12 +276,14 @@ def _resolution(
                 url_status[key] = (CitationStatus.MALFORMED_URL, reason)
         else:
             url_status[key] = _fetched_status(
-                c.normalized_url, fetched, pages, excluded, carried, soft_404s
+                c.normalized_url, fetched, pages, excluded, carried, soft_404s, scholarly
             )
     for key, raw in listed.items():
         raw_url.setdefault(key, raw)
         if key not in url_status:
-            url_status[key] = _fetched_status(key, fetched, pages, excluded, carried, soft_404s)
+            url_status[key] = _fetched_status(
+                key, fetched, pages, excluded, carried, soft_404s, scholarly
+            )
 
 
 def _fetched_status(
@@ -280,10 +293,12 @@ def _fetched_status(
     excluded: frozenset[str],
     carried: Mapping[str, CitationReport],
     soft_404s: Mapping[str, str],
+    scholarly: Mapping[str, ScholarlyOutcome],
 ) -> tuple[CitationStatus, str]:
     """A well-formed URL's status and reason: excluded (its failure in an earlier attempt, or
-    the caller's exclusion), not fetched in time, the fetch's own, an unreadable page, or a soft
-    404 (a "not found" page, or the host's catch-all)."""
+    the caller's exclusion), not fetched in time, the fetch's own, an unreadable page, a soft
+    404 (a "not found" page, or the host's catch-all), or its scholarly reference's (a page that
+    is not the paper the reference names)."""
     if key in excluded:
         earlier = carried.get(key)
         if earlier is not None:
@@ -308,7 +323,20 @@ def _fetched_status(
         soft = soft_404_reason(page) or soft_404s.get(key)
         if soft is not None:
             return CitationStatus.SOFT_404, soft
+    paper = scholarly.get(key) if res.status is CitationStatus.OK else None
+    if paper is not None:
+        return paper.status, paper.reason
     return res.status, res.reason
+
+
+def _looked_up(outcome: ScholarlyOutcome | None) -> tuple[CitationStatus, str]:
+    """A reference that names no link: its look-up's status, or not checkable without one."""
+    if outcome is None:
+        return (
+            CitationStatus.NOT_CHECKABLE,
+            "the reference names no link and was not looked up (Policy.scholarly)",
+        )
+    return outcome.status, outcome.reason
 
 
 def _final_url(fetched: Mapping[str, FetchResult], key: str) -> str | None:
@@ -333,6 +361,7 @@ class _RollUp:
     raw_url: Mapping[str, str]
     normalized: set[str]
     listed: Mapping[str, str]
+    scholarly: Mapping[str, ScholarlyOutcome] = field(default_factory=dict)
 
 
 @dataclass
@@ -549,6 +578,7 @@ def _citation_report(
         frag = text_fragment_url(final or raw, found.matched_text)
     earlier = ctx.carried.get(key)
     claims = ctx.url_claims.get(key, {})
+    paper = ctx.scholarly.get(key)
     return CitationReport(
         url=raw,
         normalized_url=key if key in ctx.normalized else None,
@@ -565,14 +595,20 @@ def _citation_report(
         passage=passage,
         entailment=ent,
         support=_support_of(st, failing, unsettled, pairs),
-        published=page.published if page is not None else None,
+        published=page.published if page is not None else (paper.published if paper else None),
         modified=page.modified if page is not None else None,
-        date_source=page.date_source if page is not None else None,
+        date_source=(
+            page.date_source
+            if page is not None
+            else ("scholarly metadata" if paper is not None and paper.published else None)
+        ),
         text_fragment_url=frag,
         title=page.title if page is not None else None,
         elapsed_ms=res.elapsed_ms if res is not None else 0.0,
         failure=failure,
         excluded=key in ctx.excluded,
+        via_resolver=res.via_resolver if res is not None else None,
+        scholarly=paper.report if paper is not None else None,
     )
 
 

@@ -8,7 +8,7 @@ import bisect
 from citeguard.models import Answer, Citation, CitationStatus, Claim, Finding, Severity
 from citeguard.parse.base import _AXIS, _Hit, _Layout, _PendingCitation
 from citeguard.parse.quotes import _bind_quotes
-from citeguard.parse.scholarly import scholarly_url
+from citeguard.parse.scholarly import REFERENCE_SCHEME, scholarly_url
 from citeguard.parse.sources import _Source
 from citeguard.providers.base import strip_tracking
 from citeguard.web.urls import UrlProblem, normalize_url
@@ -42,6 +42,7 @@ def _citations(
             title=p.title,
             confidence=p.confidence,
             provider_redirect=p.redirect,
+            reference=p.reference,
         )
         for k, p in enumerate(pending)
     ]
@@ -146,6 +147,14 @@ def _assemble(
                 )
                 continue
             ref.used = True
+            if ref.url is None and ref.entry is not None:
+                # a paper named with no link: looked up by its title (checks/scholarly)
+                looked_up = _PendingCitation(
+                    REFERENCE_SCHEME + key, hit.kind, marker, key, hit.start, hit.end, claim_index
+                ).from_reference(ref)
+                looked_up.checkable = False
+                pending.append(looked_up)
+                continue
             if ref.url is None:
                 findings.append(
                     Finding(

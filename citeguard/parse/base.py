@@ -65,6 +65,8 @@ class _RefDef:
     origin: CitationOrigin = "markdown"
     title: str | None = None
     quote: str | None = None
+    # the entry's text as written, capped, when it reads as a paper (the scholarly check)
+    entry: str | None = None
 
 
 @dataclass(slots=True)
@@ -121,6 +123,7 @@ class _PendingCitation:
     redirect: bool = False  # a provider redirect, resolved by the Guard
     checkable: bool = True  # False: a document citation with no URL (``url`` names it)
     own: bool = False  # the quote is the provider's, not one found in the claim
+    reference: str | None = None  # the reference-list entry it resolved to, as written
 
     def from_provider(
         self, cit: ProviderCitation | None, origin: CitationOrigin
@@ -138,6 +141,7 @@ class _PendingCitation:
     def from_reference(self, ref: _RefDef) -> _PendingCitation:
         """This citation with the origin, title and quote of the reference it resolved to."""
         self.origin, self.title = ref.origin, ref.title
+        self.reference = ref.entry
         if ref.quote:
             self.quote, self.own = ref.quote, True
         return self

@@ -20,6 +20,7 @@ from citeguard.parse.base import (
 from citeguard.parse.links import _extract_url, _looks_like_destination
 from citeguard.parse.markdown import _FENCE
 from citeguard.parse.markers import _GLUED, _glued_reading
+from citeguard.parse.scholarly import MAX_ENTRY_CHARS, looks_scholarly
 from citeguard.web.urls import normalize_url
 
 # Reference list lines.
@@ -179,8 +180,11 @@ def _try_definition(lines: list[_Line], i: int, layout: _Layout, *, in_section: 
     if url is None and not in_section and m is not None and m.re is _BRACKET_NUM_ENTRY:
         return 0  # "[1] Some prose" outside a sources block, and no URL below: not an entry
     title = None if url is not None else _entry_title(rest)
+    # an entry that reads as a paper (authors, a year, a title) is kept for the scholarly check
+    text = rest.strip()[:MAX_ENTRY_CHARS]
+    entry = text if text and looks_scholarly(text) else None
     for key in keys:
-        _add_definition(layout, key, url, i, lines, title=title)
+        _add_definition(layout, key, url, i, lines, title=title, entry=entry)
     layout.def_lines.update(range(i, i + used))
     return used
 
@@ -231,6 +235,7 @@ def _add_definition(
     lines: list[_Line],
     *,
     title: str | None = None,
+    entry: str | None = None,
 ) -> None:
     """Record reference ``key``. Where a number is defined twice (a report's list of titles, then
     its list of URLs), the definition with a URL is the one checked and the other gives its title;
@@ -238,11 +243,13 @@ def _add_definition(
     layout.budget.take()
     existing = layout.defs.get(key)
     if existing is None:
-        layout.defs[key] = _RefDef(key=key, url=url, line=i, title=title)
+        layout.defs[key] = _RefDef(key=key, url=url, line=i, title=title, entry=entry)
         return
     if existing.url is None or url is None:
         if existing.url is None and url is not None:
-            layout.defs[key] = _RefDef(key=key, url=url, line=i, title=existing.title)
+            layout.defs[key] = _RefDef(
+                key=key, url=url, line=i, title=existing.title, entry=existing.entry or entry
+            )
         elif existing.title is None:
             existing.title = title
         if existing.url is not None or url is not None:

@@ -79,3 +79,42 @@ def resolver_of(m: re.Match[str], ident: str) -> str:
     """The resolver URL of an identifier matched here, whose id is ``ident`` (``m``'s group
     ``id``, trimmed of prose punctuation by the caller)."""
     return arxiv_url(ident) if m.re is _ARXIV else doi_url(ident)
+
+
+REFERENCE_SCHEME = "reference:"
+"""The URL of a citation of a reference entry that names no link (``reference:3``): the
+scholarly check looks the paper up by the entry's title."""
+
+MAX_ENTRY_CHARS = 1_500
+"""A reference entry's text kept for the scholarly check, at most."""
+
+# the DOI and arXiv ids and URLs of a reference entry: not its words (the scholarly check)
+IDENTIFIER_OR_URL = re.compile(
+    r"https?://\S{1,500}|\b(?:doi|DOI)\s?[:：]?\s?10\.\d{4,9}/\S{1,300}|\b10\.\d{4,9}/\S{1,300}"
+    r"|\barxiv\s?[:：]\s?(?:\d{4}\.\d{4,5}|[a-z][a-z\-]{1,20}(?:\.[A-Z]{2})?/\d{7})(?:v\d{1,3})?",
+    re.IGNORECASE,
+)
+YEAR = re.compile(r"(?<![\d.])(1[89]\d\d|20\d\d)[a-z]?(?![\d.]\d)")
+BIBTEX_START = re.compile(r"\s*@\s?([A-Za-z]{2,20})\s?\{")
+
+_AUTHORISH = re.compile(
+    r"\b[A-Z][\w'\-]{1,40},\s?(?:[A-Z]\.|[A-Z][a-z]{1,30})"  # "Smith, J." / "Smith, John"
+    r"|\b[A-Z]\.\s?(?:[A-Z]\.\s?)?[A-Z][\w'\-]{1,40}"  # "J. Smith"
+    r"|\b[A-Z][\w'\-]{1,40}\s[A-Z]{1,4}[,.]"  # "Smith J," (Vancouver)
+    r"|[\"“][^\"“”]{10,300}[,.]?[\"”]"  # a quoted title (IEEE, Chicago)
+    r"|\bet\.?\s?al\b"
+    # "… Ada Lovelace. 1843. Title." (ACM, Chicago author-date): the year a sentence of its own
+    r"|[.,]\s\(?(?:1[89]|20)\d\d[a-z]?\)?\.\s"
+)
+
+
+def looks_scholarly(text: str) -> bool:
+    """Whether an entry with no URL reads as a scholarly reference (authors, a year, a title):
+    the entries the lookup is for. A news source named by its title, or a bare number, is not."""
+    text = text[:MAX_ENTRY_CHARS]
+    if BIBTEX_START.match(text):
+        return "title" in text.casefold()
+    plain = IDENTIFIER_OR_URL.sub(" ", text)
+    if YEAR.search(plain) is None or len(plain.split()) < 6:
+        return False
+    return _AUTHORISH.search(plain) is not None

@@ -935,3 +935,80 @@ async def test_first_request_goes_out_before_every_connection_is_opened(
         await server.wait_closed()
     assert all(r.status is S.OK for r in results.values())
     assert seen_at_first_request and seen_at_first_request[0] <= n // 2
+
+
+# --------------------------------------------------------------------------------------------
+# Identifier resolvers: hops, not destinations
+# --------------------------------------------------------------------------------------------
+
+
+async def test_doi_resolver_redirect_to_the_publisher_is_followed(
+    farm: Farm, fetcher: Fetcher
+) -> None:
+    landing = farm.add("www.publisher.example.net", "/article/42", body="<p>the paper</p>")
+    url = farm.add("doi.org", "/10.5555/abc.42", status=302, headers={"Location": landing})
+    r = await fetcher.fetch(url)
+    assert r.status is S.OK
+    assert r.final_url == landing
+    assert r.via_resolver == "doi.org"
+    assert "reached through doi.org" in r.reason
+    assert r.body is not None and b"the paper" in r.body
+
+
+async def test_resolver_chain_through_a_publisher_link_resolver(
+    farm: Farm, fetcher: Fetcher
+) -> None:
+    landing = farm.add("www.sciencedirect.com", "/science/article/pii/S1", body="<p>paper</p>")
+    hub = farm.add(
+        "linkinghub.elsevier.com", "/retrieve/pii/S1", status=302, headers={"Location": landing}
+    )
+    url = farm.add("dx.doi.org", "/10.1016/j.x.1", status=301, headers={"Location": hub})
+    r = await fetcher.fetch(url)
+    assert r.status is S.OK
+    assert r.final_url == landing
+    assert r.via_resolver == "dx.doi.org"
+
+
+async def test_unknown_doi_is_not_found(farm: Farm, fetcher: Fetcher) -> None:
+    url = farm.add("doi.org", "/10.5555/nope", status=404, body="DOI Not Found")
+    r = await fetcher.fetch(url)
+    assert r.status is S.NOT_FOUND
+    assert "doi.org does not know this identifier" in r.reason
+    assert r.via_resolver is None
+
+
+async def test_the_landing_site_may_not_redirect_off_site(farm: Farm, fetcher: Fetcher) -> None:
+    elsewhere = farm.add("tracker.example.org", "/x", body="<p>elsewhere</p>")
+    landing = farm.add(
+        "www.publisher.example.net", "/a", status=302, headers={"Location": elsewhere}
+    )
+    url = farm.add("doi.org", "/10.5555/hop", status=302, headers={"Location": landing})
+    r = await fetcher.fetch(url)
+    assert r.status is S.CROSS_DOMAIN_REDIRECT
+    assert "example.net" in r.reason and "example.org" in r.reason
+    assert farm.count(host="tracker.example.org") == 0
+
+
+async def test_a_resolver_page_that_redirects_within_a_non_resolver_site_is_unchanged(
+    farm: Farm, fetcher: Fetcher
+) -> None:
+    # doi.org appearing as a redirect *target* does not make the citing site a resolver
+    target = farm.add("doi.org", "/10.5555/x", status=302, headers={"Location": "/y"})
+    url = farm.add("blog.example.com", "/cites", status=301, headers={"Location": target})
+    r = await fetcher.fetch(url)
+    assert r.status is S.CROSS_DOMAIN_REDIRECT
+    assert farm.count(host="doi.org") == 0
+
+
+async def test_doi_resolver_url_sends_doi_org_urls_to_a_mirror(
+    farm: Farm, fetch_policy: FetchPolicy
+) -> None:
+    landing = farm.add("journal.example.net", "/p/7", body="<p>mirrored</p>")
+    farm.add("doi.test", "/10.5555/m.7", status=302, headers={"Location": landing})
+    policy = _policy(fetch_policy, doi_resolver_url=farm.url("doi.test", "/"))
+    async with Fetcher(policy, resolver=farm.resolver) as f:
+        r = await f.fetch("https://doi.org/10.5555/m.7")
+    assert r.status is S.OK
+    assert r.final_url == landing
+    assert r.via_resolver == "doi.test"
+    assert r.url == "https://doi.org/10.5555/m.7"

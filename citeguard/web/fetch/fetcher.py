@@ -19,6 +19,7 @@ from yarl import URL
 
 from citeguard.closing import AsyncClosing
 from citeguard.models import CitationStatus, FetchResult, Outcome
+from citeguard.policy import DEFAULT_DOI_RESOLVER_URL as DOI_RESOLVER
 from citeguard.policy import FetchPolicy
 from citeguard.web.fetch.body import _ACCEPT_ENCODING
 from citeguard.web.fetch.hop import _Progress
@@ -57,6 +58,21 @@ _COLLECTED_PER_CALL = 256
 
 _EMPTY: Mapping[str, str] = MappingProxyType({})
 _ACCEPT = "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,*/*;q=0.5"
+
+
+# a resolver's answer for an identifier it does not know
+_UNKNOWN_ID = frozenset({CitationStatus.NOT_FOUND, CitationStatus.GONE})
+
+
+def _resolvers(policy: FetchPolicy) -> tuple[frozenset[str], str | None]:
+    """The identifier resolvers' hosts (with the DOI mirror's) and the DOI mirror's base (None:
+    doi.org itself)."""
+    hosts = frozenset(h.lower() for h in policy.resolver_hosts)
+    base = policy.doi_resolver_url
+    if base == DOI_RESOLVER:
+        return hosts, None
+    base = base if base.endswith("/") else base + "/"
+    return hosts | {host_of(base)}, base
 
 
 class _PinnedResolver(AbstractResolver):
@@ -153,6 +169,7 @@ class Fetcher(_Requests, AsyncClosing):
         self._limiter: HostLimiter | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._private_hosts = frozenset(h.lower() for h in self.policy.allowed_private_hosts)
+        self._resolver_hosts, self._doi_base = _resolvers(self.policy)
         self._closed = False
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -503,6 +520,9 @@ class Fetcher(_Requests, AsyncClosing):
     async def _follow(self, url: str, want_body: bool, end: float, st: _Progress) -> FetchResult:
         seen: dict[str, int] | None = None  # made at the first redirect, as are the cookies
         current = url
+        if self._doi_base is not None and url.startswith(DOI_RESOLVER):
+            current = self._doi_base + url[len(DOI_RESOLVER) :]  # the DOI resolver's mirror
+        site = url  # the site redirects must stay on: the cited one, then a resolver's target
         cookies: Mapping[str, str] = _EMPTY
         while True:
             st.final_url = current
@@ -531,7 +551,14 @@ class Fetcher(_Requests, AsyncClosing):
             if hop.cookies:
                 cookies = {**cookies, **hop.cookies}
             if hop.status is not None:
-                return st.result(hop.status, hop.reason, body=hop.body, truncated=hop.truncated)
+                reason = hop.reason
+                if st.via_resolver is not None:
+                    reason = f"{reason} (reached through {st.via_resolver})"
+                elif hop.status in _UNKNOWN_ID and host_of(current) in self._resolver_hosts:
+                    reason = (
+                        f"the resolver {host_of(current)} does not know this identifier ({reason})"
+                    )
+                return st.result(hop.status, reason, body=hop.body, truncated=hop.truncated)
             assert hop.location is not None
             target_raw = hop.location
             try:
@@ -544,10 +571,16 @@ class Fetcher(_Requests, AsyncClosing):
                 return st.result(p.status, f"redirect to {target_raw!r} refused: {p.reason}")
             hops = st.redirected(target)
             st.final_url = target
-            if not same_site(url, target):
+            if same_site(site, target):
+                pass
+            elif host_of(current) in self._resolver_hosts:
+                # an identifier resolver is a hop: the site it sends the fetch to is the target
+                st.via_resolver = st.via_resolver or host_of(current)
+                site = target
+            else:
                 return st.result(
                     CitationStatus.CROSS_DOMAIN_REDIRECT,
-                    f"redirects from {registrable_domain(url)} to another site "
+                    f"redirects from {registrable_domain(site)} to another site "
                     f"({registrable_domain(target)}); not followed",
                 )
             if seen is None:

@@ -135,6 +135,7 @@ class _Progress:
     headers: Mapping[str, str] | None = None
     content_type: str | None = None
     attempts: int = 1
+    via_resolver: str | None = None
 
     def redirected(self, target: str) -> int:
         """Record a redirect to ``target``; returns how many there have been."""
@@ -173,4 +174,5 @@ class _Progress:
             attempts=self.attempts,
             elapsed_ms=(self.clock() - self.start) * 1000,
             fetched_at=datetime.now(UTC),
+            via_resolver=self.via_resolver,
         )
