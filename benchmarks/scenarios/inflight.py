@@ -35,6 +35,19 @@ from citeguard import Guard
 # --------------------------------------------------------------------------------------------
 
 
+def outcomes(results: list[Any]) -> list[list[Any]]:
+    """Each answer's [passed, attempts, timed out]: whether a URL timed out in any attempt
+    (what a busy machine decides, not the guard's rules)."""
+    return [
+        [
+            r.passed,
+            len(r.attempts),
+            any(c.status.value == "timeout" for a in r.attempts for c in a.verdict.citations),
+        ]
+        for r in results
+    ]
+
+
 async def inflight(cfg: Config, ctx: Context) -> dict[str, Any]:
     """``n`` guarded runs at once through one Guard (a service under load), entailment off.
 
@@ -179,6 +192,7 @@ async def inflight(cfg: Config, ctx: Context) -> dict[str, Any]:
         "bare_aiohttp_wall_s_median": round(med(bare_walls), 4),
         "ratio_wall_vs_bare_aiohttp": round(wall / med(bare_walls), 4),
         "passed": passed,
+        "outcomes": outcomes(results),
         "attempts": attempts,
         "statuses": dict(statuses),
         "loop_lag": lags,
@@ -252,6 +266,7 @@ async def _inflight_pooled(
         "answers_per_s": round(n / med(walls), 2),
         "ratio_wall_vs_bare_aiohttp": round(med(walls) / bare_wall, 4),
         "passed": sum(1 for r in results if r.passed),
+        "outcomes": outcomes(results),
         "loop_lag": lags,
         "loop_lag_p99_ms_median": lag_p99,
         "fds": {

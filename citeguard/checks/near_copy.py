@@ -131,8 +131,10 @@ def _meaningful(
                 hard.append(block)
             continue
         # a word at the claim's start is often a pronoun or connective the page spells out
-        # ("It" / "The Orange Prize"); one word swapped for one at its end is an edit
-        last_word = i2 == len(q) and len(qa) == len(pa) == 1
+        # ("It" / "The Orange Prize"); one word swapped for one at its end is an edit when
+        # it is the claim's one difference (else the alignment may have run on past the
+        # copied sentence: "… the World's Fair (The Eiffel Tower)" / "… Eiffel. Millions")
+        last_word = i2 == len(q) and len(qa) == len(pa) == 1 and len(blocks) == 1
         if i1 == 0 or (i2 == len(q) and not last_word):
             continue
         if cjk or _has_digit(qa) or _has_digit(pa) or _function_word(qa + pa):
