@@ -68,6 +68,7 @@ REGIME_CASES = [
     ("Who won the Battle of Hastings?", Regime.INSENSITIVE),
     ("Who was the emperor of Rome when Pompeii was destroyed?", Regime.INSENSITIVE),
     ("When does episode 5 of season 2 of Severance come out?", Regime.INSENSITIVE),
+    ("Who won season 2 of The Great British Baking Show?", Regime.INSENSITIVE),
     # slow
     ("Who is the current CEO of OpenAI?", Regime.SLOW),
     ("Who is the current Jeopardy! host?", Regime.SLOW),
@@ -93,6 +94,9 @@ REGIME_CASES = [
     ("Which player has scored the most goals in Champions League history?", Regime.SLOW),
     ("Who won the Stanley Cup?", Regime.SLOW),
     ("Who is the richest person of all time?", Regime.SLOW),
+    ("Who is the US men's national team coach?", Regime.SLOW),
+    ("When was the Olympics held in the United States last?", Regime.SLOW),
+    ("Who has won the men's World Cup?", Regime.SLOW),
     # fast
     ("What is the most recent movie in the Marvel Cinematic Universe?", Regime.FAST),
     ("What is the latest version of Python?", Regime.FAST),
@@ -108,6 +112,7 @@ REGIME_CASES = [
     ("What is Elon Musk's net worth?", Regime.FAST),
     ("How much does a Tesla Model Y cost?", Regime.FAST),
     ("Who is the richest person in the world?", Regime.FAST),
+    ("When is Saturday Night Live coming back?", Regime.FAST),
     # real-time
     ("What is the current price of bitcoin?", Regime.REAL_TIME),
     ("What is the EUR to USD exchange rate?", Regime.REAL_TIME),

@@ -113,6 +113,7 @@ _ROLE_RE = re.compile(
     r"|^\s*(?:who|which\s+\w+)\s+(?:holds|heads|leads|runs|owns|coaches|manages|chairs|governs|"
     r"rules|hosts|represents|controls)\b(?![^?!\n]{0,40}\brecords?\b)"
     rf"|\b(?:new|incoming|newly\s+appointed)\s+{_ROLE}\b|\bcandidates\s+for\b"
+    rf"|^\s*who\s+(?:is|are)\s+(?:the\s+)?(?:\S+\s+){{0,6}}?{_ROLE}\s*\??$"
     rf"|\b{_ROLE}\b{_GAP}\b(?:currently|now|at\s+present|presently)\b"
     rf"|\b(?:plays?|belongs?|works?)\s+(?:for|to)\b{_GAP}\b(?:currently|now)\b"
     r"|\bposition\s+(?:does|do)\b|\bhome\s+venue\b",
@@ -126,10 +127,11 @@ _PREVIOUS_RE = re.compile(
 # "When was the last time ...", "When did the United States last win ...": the last
 # occurrence so far changes whenever it happens again.
 _LAST_TIME_RE = re.compile(
-    r"\blast\s+time\b|\bthe\s+last\s+(?:\d+\s+|two\s+|three\s+|few\s+)?(?:season|episode|"
+    r"\blast\s+time\b|^\s*when\s+(?:was|did|were)\b[^?!\n]{0,80}\blast\s*\??$|\bthe\s+last\s+(?:\d+\s+|two\s+|three\s+|few\s+)?(?:season|episode|"
     r"person|man|woman|team|player|game|match|election|presidential\s+election|super\s+bowl|"
     r"world\s+cup|olympics|winner|champion\w*|states?|countr(?:y|ies))\b"
-    r"|^\s*who\s+(?:won|wins|is\s+winning|is\s+leading)\s+(?!the\s+battle\b|the\s+war\b)"
+    r"|^(?![^?!\n]*\d)\s*who\s+(?:won|wins|is\s+winning|is\s+leading)\s+"
+    r"(?!the\s+battle\b|the\s+war\b)"
     r"(?:the\s+)?(?:\S+\s+){0,6}?(?:cup|championships?|series|finals?|awards?|prize|trophy|"
     r"title|medal|election|season|tournament|league|open|bowl|race|grand\s+prix|contest)\b|\b(?:did|has|have|was|were)\s+(?:\S+\s+){1,5}?last\s+(?:win|won|play|"
     r"played|score|scored|make|made|host|hosted|appear|appeared|go|went|beat|reach|reached|"
@@ -163,6 +165,7 @@ _FAST: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"show)\b"
             rf"|^(?![^\n]*\d)\s*when\s+(?:does|do|is|are|will)\b{_GAP}\b(?:start|starts|begin|begins|"
             r"come\s+out|comes\s+out|air|airs|premiere|open|opens|released?|take\s+place|"
+            r"coming\s+back|come\s+back|return|returns|"
             r"be\s+held)\b",
             _F,
         ),
@@ -207,7 +210,8 @@ _SLOW: tuple[tuple[str, re.Pattern[str]], ...] = (
         "most so far",
         re.compile(
             r"\ball[\s-]time\b"
-            r"|\b(?:has|have)\s+(?:won|sold|scored|played|made|had)\s+(?:more|the\s+most)\b",
+            r"|\b(?:has|have)\s+(?:won|sold|scored|played|made|had)\s+(?:more|the\s+most)\b"
+            r"|^\s*who\s+(?:has|have)\s+(?:won|scored|sold|played\s+for|coached)\b",
             _F,
         ),
     ),
