@@ -114,7 +114,10 @@ _ROLE_RE = re.compile(
     r"rules|hosts|represents|controls)\b(?![^?!\n]{0,40}\brecords?\b)"
     rf"|\b(?:new|incoming|newly\s+appointed)\s+{_ROLE}\b|\bcandidates\s+for\b"
     rf"|^\s*who\s+(?:is|are)\s+(?:the\s+)?(?:\S+\s+){{0,6}}?{_ROLE}\s*\??$"
-    rf"|\b{_ROLE}\b{_GAP}\b(?:currently|now|at\s+present|presently)\b"
+    # a role before "currently": looked for only when the question says "currently" (the
+    # lookahead reads the question once), not at every word of a long one
+    r"|^(?=[^?!\n]*\b(?:currently|now|at\s+present|presently)\b)"
+    rf"[^?!\n]*?\b{_ROLE}\b{_GAP}\b(?:currently|now|at\s+present|presently)\b"
     rf"|\b(?:plays?|belongs?|works?)\s+(?:for|to)\b{_GAP}\b(?:currently|now)\b"
     r"|\bposition\s+(?:does|do)\b|\bhome\s+venue\b",
     _F,
