@@ -356,3 +356,23 @@ async def test_the_guard_uses_the_rules_unless_the_policy_asks_for_the_model() -
     learned = Guard(Policy(freshness=FreshnessPolicy(regime_model=True)))
     assert isinstance(learned._regimes._model, LearnedRegimeClassifier)
     await learned.aclose()
+
+
+def test_the_training_split_keeps_a_question_pattern_in_one_fold() -> None:
+    """benchmarks/train_regime.py splits by question pattern, not by row: every PAT template,
+    every RealTimeQA quiz week and every opening of three words falls in one fold, whatever the
+    rest of the question."""
+    from benchmarks.train_regime import FOLDS, fold_of, group_of
+
+    template = "Who is the chair of {subject} currently?"
+    folds = {
+        fold_of(group_of("pat", template.format(subject=s), template))
+        for s in ("Greenpeace", "the Bundesbank", "FIFA", "the Royal Society")
+    }
+    assert len(folds) == 1
+    lead = {fold_of(group_of("freshqa", q)) for q in ("Who is the CEO of X?", "Who is the king?")}
+    assert len(lead) == 1
+    assert group_of("freshqa", "Who is the CEO of X?") == "freshqa:who is the"
+    assert group_of("situatedqa", "who is the ceo") != group_of("freshqa", "Who is the CEO?")
+    spread = {fold_of(group_of("situatedqa", f"question {i} here")) for i in range(200)}
+    assert spread == set(range(FOLDS))
