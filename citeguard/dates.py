@@ -352,7 +352,6 @@ _EU_UNITS = {
         "y",
     ),
 }
-_EU_ONE = ("einem", "einer", "un", "une", "una", "uno", "een")
 _EU_N = r"(?P<n>\d{1,4}|einem|einer|une?|una|uno|een)"
 _EU_UNIT = r"(?P<unit>[^\W\d_]{2,9})"
 _RELATIVE_EU_RE = re.compile(
@@ -396,8 +395,9 @@ def _age_before(now: datetime, n: int, unit: str) -> datetime | None:
 def find_european_age(text: str, *, now: datetime | None) -> datetime | None:
     """An age written in German, French, Spanish, Italian or Dutch anywhere in ``text`` (its
     first ``MAX_DATE_CHARS`` characters): "vor 3 Tagen", "il y a 2 jours", "hace 5 horas",
-    "3 giorni fa", "2 dagen geleden", "gestern", "hier" (yesterday), "heute" (today), relative
-    to ``now``; None without ``now`` or an age."""
+    "3 giorni fa", "2 dagen geleden", "gestern" / "ayer" (yesterday), "heute" / "hoy" (today:
+    only in a text of at most four words, a date line rather than a sentence), relative to
+    ``now``; None without ``now`` or an age. French "hier" is left out: in German it is "here"."""
     if now is None or not text:
         return None
     s = " ".join(text[:MAX_DATE_CHARS].lower().split())
