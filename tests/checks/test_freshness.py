@@ -113,6 +113,8 @@ REGIME_CASES = [
     ("How much does a Tesla Model Y cost?", Regime.FAST),
     ("Who is the richest person in the world?", Regime.FAST),
     ("When is Saturday Night Live coming back?", Regime.FAST),
+    ("What is the price of a Big Mac in Japan?", Regime.FAST),
+    ("Which club is at the top of the Bundesliga table?", Regime.FAST),
     # real-time
     ("What is the current price of bitcoin?", Regime.REAL_TIME),
     ("What is the EUR to USD exchange rate?", Regime.REAL_TIME),

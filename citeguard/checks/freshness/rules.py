@@ -191,6 +191,8 @@ _FAST: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\bstandings\b|\brankings?\b|\bpolls?\b|\bleaderboard\b|\bbox\s+office\b"
             r"|\bnumber\s+one\b|\bno\.\s*1\b|\bworld\s+no\b|\btop[\s-]ranked\b|\branked\b"
             rf"|\bnet\s+worth\b|\bhow\s+much\s+(?:does|do|is|are)\b{_GAP}\bcost\b"
+            r"|\bprices?\s+of\b|\bat\s+the\s+top\s+of\s+the\b"
+            r"|\bleads?\s+the\s+(?:league|standings|table|charts?|polls?)\b"
             r"|\b(?:richest|wealthiest|most[\s-](?:followed|subscribed|streamed|viewed|watched|"
             r"downloaded|liked)|highest[\s-]paid|top[\s-](?:grossing|selling|scorers?))\b"
             r"(?![^?!\n]{0,80}\b(?:ever|all[\s-]time|history|of\s+the\s+(?:decade|century))\b)",
