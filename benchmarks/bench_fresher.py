@@ -100,10 +100,14 @@ class Agent:
         self.new = f"http://{NEW_HOST}:{port}/new/{(now - timedelta(days=NEW_DAYS)):%Y-%m-%d}"
         self.caveat = f"as of {now.day} {now:%B %Y}"
         self.able = able
+        self.day_old = f"{(now - timedelta(days=OLD_DAYS)):%Y-%m-%d}"
+        self.told: list[str] = []  # the freshness feedback it was given
 
     async def __call__(
         self, question: str, *, exclude_urls: frozenset[str], feedback: Feedback | None = None
     ) -> str:
+        if feedback is not None and (feedback.kind == "fresher" or "freshness" in feedback.message):
+            self.told.append(feedback.message)  # feedback about freshness (not diversity, ...)
         url = self.new if feedback is not None and self.able else self.old
         return f"The answer, {self.caveat}, is on this page [1].\n\n[1] {url}\n"
 
@@ -124,9 +128,23 @@ async def _one(guard: Guard, port: int, row: Row, sem: asyncio.Semaphore) -> dic
             out[f"{tag}_attempts"] = len(result.attempts)
             out[f"{tag}_fresher"] = any(c.url == agent.new for c in result.verdict.citations)
             out[f"{tag}_blocked"] = _freshness_failed(result)
+            if able:
+                out["feedback_complete"] = _complete(agent) if agent.told else None
             out["check_hard_reject"] = first.evaluated and not first.passed
             out["regime"] = result.verdict.regime
     return out
+
+
+def _complete(agent: Agent) -> bool:
+    """Whether the first feedback names what the issue asks for: the question's regime, the
+    stale source and its date, and what "fresh" means for the question (a day or a span)."""
+    text = agent.told[0]
+    regime = any(f"{r}-changing" in text or f"{r} question" in text for r in _REGIMES)
+    fresh = "on or after" in text or "within the last" in text
+    return regime and agent.old in text and agent.day_old in text and fresh
+
+
+_REGIMES = ("fast", "real-time", "real_time", "slow")
 
 
 def _share(rows: Sequence[dict[str, Any]], key: str) -> float | None:
@@ -138,6 +156,7 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     slow = [r for r in rows if r["kind"] == "slow"]
     extra = [{**r, "x": r["able_attempts"] > 1, "y": r["unable_attempts"] > 1} for r in slow]
     fextra = [{**r, "x": r["able_attempts"] > 1, "y": r["unable_attempts"] > 1} for r in fast]
+    told = [r for r in rows if r.get("feedback_complete") is not None]
     return {
         "n_fast": len(fast),
         "n_slow": len(slow),
@@ -150,6 +169,9 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "slow_not_blocked_able": None if not slow else 1 - (_share(slow, "able_blocked") or 0),
         "slow_not_blocked_unable": None if not slow else 1 - (_share(slow, "unable_blocked") or 0),
         "slow_check_hard_reject": _share(slow, "check_hard_reject"),
+        # of the runs given freshness feedback, the share whose feedback named the regime, the stale
+        # source with its date, and what "fresh" means for the question
+        "feedback_complete": _share(told, "feedback_complete") if told else None,
     }
 
 

@@ -1,6 +1,6 @@
 """Fit the question-regime model behind citeguard.checks.freshness and write its artifact.
 
-    python benchmarks/train_regime.py [--no-write] [--nested]
+    python benchmarks/train_regime.py [--no-write] [--compare-all]
 
 Data (read-only, never copied): ../shared/data/freshness/ — four sources with different label
 sets (see ../shared/data/README.md, sections 4 and 6, and freshness/README.md):
@@ -11,54 +11,47 @@ source          rows   training label (a set of classes; a set of two is a parti
 FreshQA dev     100    never → {insensitive}, slow → {slow}, fast → {fast}
 SituatedQA      1,500  never → {insensitive}; changing → {slow} / {fast} where the derived
                        ``regime_fine`` says so, else {slow, fast}
-RealTimeQA      700    {fast} where the question itself points at the present (the rules find
-                       a real-time or fast cue: "this week", "currently", "latest", ...), else
-                       no label: the data README says the label is "needs the week's news as
-                       asked that week" and most questions rely on the quiz date, which the text
-                       does not carry (a finished event is never-changing once the week is over)
+RealTimeQA      700    {fast} where the question itself points at the present, else no label
 PAT-Questions   840    {slow} (derived, templated Wikidata questions)
 ==============  =====  ======================================================================
 
+**Licences.** Only FreshQA (Apache-2.0) allows fitting an artefact that ships; SituatedQA,
+RealTimeQA and PAT-Questions have no licence upstream and are for development and testing only
+(the data README's *Licences*). So the shipped model is fitted on FreshQA dev alone
+(``LICENSED``), and the other three score it **out of source**. ``--compare-all`` also measures a
+model fitted on all four (never written).
+
 The model is a binary logistic regression, P(the answer changes over time), on standardised
 features: the 384 all-MiniLM-L6-v2 dimensions of the question as
-:func:`citeguard.checks.freshness.regime_embedding_text` reads it (lower case, no closing "?": the
-only never-changing labels come from SituatedQA's question-mark-less search queries, and a model
-fitted on the raw text learnt "ends with ?" as "changing") and the cue-rule features of
-:func:`citeguard.checks.freshness.regime_features` (the rules' regime, the rule that decided,
-every cue that fired, years relative to the question's date). Training labels: {insensitive} is
-"never", {slow}, {fast} and {slow, fast} are "changing". Each (source, label) cell carries the
-same total weight, then the two labels are scaled to the same total (FreshQA and SituatedQA have
-both, PAT and RealTimeQA only "changing": unscaled, the prior would be 3:1 for changing). L2
-penalty 1/C (weights of mean 1, intercept free); L-BFGS from zeros, so the fit is deterministic.
-
-The regime is the rules', except that a question the rules call insensitive becomes slow when
-P(changing) > ``t`` (``RegimeModel.decide``): the model only adds caution. Lowering the rules'
-regime as well was tried: held out it fixed nothing on FreshQA and turned fast RealTimeQA
-questions insensitive (0.36 → 0.27 called fast).
+:func:`citeguard.checks.freshness.regime_embedding_text` reads it (lower case, no closing "?")
+and the cue-rule features of :func:`citeguard.checks.freshness.regime_features` (the rules'
+regime, the rule that decided, every cue that fired, years relative to the question's date).
+Training labels: {insensitive} is "never", the rest "changing". Each (source, label) cell carries
+the same total weight, then the two labels are scaled to the same total. L2 penalty 1/C;
+L-BFGS from zeros, so the fit is deterministic. The regime is the rules', except that a question
+the rules call insensitive becomes slow when P(changing) > ``t`` (``RegimeModel.decide``).
 
 Each question is featurised at the date it was labelled (``now``): FreshQA at its April 2026
 release, SituatedQA at its 2021 annotation, RealTimeQA at each quiz's ``asked_on``,
 PAT-Questions at its Dec 2023 snapshot.
 
-**Leave one source out**: for each source, fit on the other three and score the held-out one,
-next to the rules alone (``classify_freshness`` at the same ``now``). Fast and real-time are
-merged into one "fast" label. Scoring:
+**Split: group-aware, by question pattern.** A row's group (``group_of``) is its PAT template,
+its RealTimeQA quiz week, or else its source and first three words ("who is the", "how many
+people"); the fold is the SHA-1 of the group mod 5. Each row is called by a model fitted on the
+training sources' rows of the other folds, so a question's own pattern never trains the model
+that calls it; rows of the other sources are scored out of source. Reported per source, beside
+the rules alone at the same ``now``; fast and real-time are one class:
 
 * FreshQA: three-class accuracy (also without the false-premise questions);
-* SituatedQA: two-class accuracy, never vs changing (insensitive vs any other regime), on all
-  1,500; and three-class accuracy on the rows whose ``regime_fine`` is known (plus the never);
-* RealTimeQA: the share called fast (its only label), on all 700 and on the rows that point at
-  the present;
-* PAT-Questions: the share called slow (its only label).
+* SituatedQA: never vs changing on all 1,500, and three classes where ``regime_fine`` is known;
+* RealTimeQA: the share called fast (also on the rows that point at the present);
+* PAT-Questions: the share called slow.
 
-Hyperparameters (``GRID``: C and ``t``) are chosen by **nested** leave-one-source-out: for each
-held-out source, the configuration with the best mean held-out accuracy over the other sources,
-each in turn held out from a model fitted on the rest (a fold whose training has no "never"
-label cannot be fitted and is skipped). The held-out source never influences its own fold's
-features, weights, threshold or configuration. The shipped artifact is the configuration with
-the best mean over all four held-out sources, fitted on all four, written to
-citeguard/checks/regime_model.json; the table goes to benchmarks/results/train_regime.json.
-Embeddings are cached under /tmp/regime_cache.
+``(C, t)`` is the best grouped out-of-fold FreshQA accuracy over ``GRID`` (ties: the higher
+threshold, then the smaller C), so the FreshQA figure is optimistic by that choice; the other
+sources' are not. The cue rules were written looking at all four sources, so the rules' figures
+are not held out on any of them. Artifact: citeguard/checks/regime_model.json; results:
+benchmarks/results/train_regime.json. Embeddings are cached under /tmp/regime_cache.
 """
 
 from __future__ import annotations
@@ -66,6 +59,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -104,8 +98,13 @@ INS, SLO, FAS = (0, 1, 2)  # the training label's classes: insensitive, slow, fa
 ALL = (INS, SLO, FAS)  # no information
 # (C, t): inverse L2 strength, and the P(changing) above which the rules' insensitive is slow
 GRID: tuple[tuple[float, float], ...] = tuple(
-    (c, t) for c in (0.03, 0.1, 0.3, 1.0) for t in (0.5, 0.6, 0.7)
+    (c, t) for c in (0.01, 0.03, 0.1, 0.3) for t in (0.5, 0.6, 0.7, 0.8)
 )
+#: the sources whose licence allows fitting a shipped artefact (../shared/data/README.md,
+#: *Licences*): FreshQA is Apache-2.0; SituatedQA, RealTimeQA and PAT-Questions have no
+#: licence upstream and are for development and testing only
+LICENSED = ("freshqa",)
+FOLDS = 5
 _PRESENT_CUES = tuple(
     j
     for j, name in enumerate(REGIME_FEATURE_NAMES)
@@ -123,11 +122,25 @@ class Row:
     fine: str | None = None  # SituatedQA: the derived slow / fast, if known
     false_premise: bool = False
     present: bool = False  # RealTimeQA: the question points at the present
+    group: str = ""  # the question's pattern: rows of one group share a fold (group_of)
 
 
 def _jsonl(name: str) -> list[dict[str, Any]]:
     with (DATA / f"{name}.jsonl").open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+_LEAD_WORDS_RE = re.compile(r"[a-z0-9']+")
+
+
+def group_of(source: str, question: str, extra: str = "") -> str:
+    """The question's pattern, so that near-copies never straddle a fold: a PAT template, a
+    RealTimeQA quiz week (one week's questions share its news), else the source and the
+    question's first three words ("who is the", "how many people", "when did the")."""
+    if extra:
+        return f"{source}:{extra}"
+    lead = " ".join(_LEAD_WORDS_RE.findall(question.lower())[:3])
+    return f"{source}:{lead}"
 
 
 def load_rows() -> list[Row]:
@@ -141,21 +154,26 @@ def load_rows() -> list[Row]:
         k, gold = fq[r["fact_type"]]
         fp = bool(r["false_premise"])
         rows.append(Row("freshqa", r["question"], FRESHQA_NOW, (k,), gold, None, fp))
+        rows[-1].group = group_of("freshqa", r["question"])
     for r in _jsonl("situatedqa_temporal"):
         if r["regime_label"] == "never":
             rows.append(Row("situatedqa", r["question"], SITUATEDQA_NOW, (INS,), "insensitive"))
+            rows[-1].group = group_of("situatedqa", r["question"])
             continue
         fine = r.get("regime_fine")
         allowed = (SLO,) if fine == "slow" else (FAS,) if fine == "fast" else (SLO, FAS)
         rows.append(Row("situatedqa", r["question"], SITUATEDQA_NOW, allowed, "changing", fine))
+        rows[-1].group = group_of("situatedqa", r["question"])
     for r in _jsonl("realtimeqa"):
         asked = datetime.fromisoformat(r["asked_on"]).replace(tzinfo=UTC)
         values, _ = regime_features(r["question"], now=asked)
         present = any(values[j] for j in _PRESENT_CUES)
         allowed = (FAS,) if present else ALL
         rows.append(Row("realtimeqa", r["question"], asked, allowed, "fast", present=present))
+        rows[-1].group = group_of("realtimeqa", r["question"], asked.strftime("%G-W%V"))
     for r in _jsonl("pat_questions"):
         rows.append(Row("pat", r["question"], PAT_NOW, (SLO,), "slow"))
+        rows[-1].group = group_of("pat", r["question"], r["template"])
     return rows
 
 
@@ -397,28 +415,6 @@ def pick(runs: Runs, sources: Sequence[str]) -> Config:
     return max(GRID, key=lambda c: (mean_accuracy(runs.loso(sources, c)), -GRID.index(c)))
 
 
-def freshqa_in_domain(
-    rows: Sequence[Row],
-    x: np.ndarray,
-    decisions: Sequence[tuple[Regime, str, str]],
-    config: Config,
-) -> dict[str, Any]:
-    """5-fold CV over FreshQA with the other three sources always in training."""
-    fq = np.array([i for i, r in enumerate(rows) if r.source == "freshqa"])
-    folds = np.array_split(np.random.RandomState(SEED).permutation(fq), 5)
-    predicted: dict[int, Regime] = {}
-    for fold in folds:
-        held = set(fold.tolist())
-        tr = [i for i in range(len(rows)) if i not in held]
-        params = fit(x[tr], [rows[i] for i in tr], config[0])
-        assert params is not None
-        model = as_model(params, config[1])
-        for i, p in zip(fold, predict(model, x[fold], [decisions[i] for i in fold]), strict=True):
-            predicted[int(i)] = p
-    order = sorted(predicted)
-    return score([rows[i] for i in order], [predicted[i] for i in order])
-
-
 WHAT = {
     "freshqa": "3-class accuracy",
     "situatedqa": "never vs changing",
@@ -427,8 +423,75 @@ WHAT = {
 }
 
 
+def _config(c: Config) -> dict[str, float]:
+    return {"C": c[0], "threshold": c[1]}
+
+
+def fold_of(group: str) -> int:
+    """A group's fold: the SHA-1 of its pattern, so a split never depends on the labels."""
+    return int(hashlib.sha1(group.encode("utf-8")).hexdigest(), 16) % FOLDS
+
+
+def grouped_oof(
+    rows: Sequence[Row],
+    x: np.ndarray,
+    decisions: Sequence[tuple[Regime, str, str]],
+    train_sources: Sequence[str],
+    config: Config,
+) -> list[Regime]:
+    """Every row's regime from a model fitted on the training sources' rows of the other folds
+    (a fold is a set of question patterns, :func:`group_of`): a row's own pattern never trains
+    the model that calls it, and a source outside ``train_sources`` is scored out of source."""
+    fold = [fold_of(r.group) for r in rows]
+    predicted: list[Regime | None] = [None] * len(rows)
+    for f in range(FOLDS):
+        tr = [i for i, r in enumerate(rows) if fold[i] != f and r.source in train_sources]
+        te = [i for i in range(len(rows)) if fold[i] == f]
+        params = fit(x[tr], [rows[i] for i in tr], config[0])
+        if params is None or not te:
+            for i in te:
+                predicted[i] = decisions[i][0]
+            continue
+        model = as_model(params, config[1])
+        for i, p in zip(te, predict(model, x[te], [decisions[i] for i in te]), strict=True):
+            predicted[i] = p
+    return [p if p is not None else d[0] for p, d in zip(predicted, decisions, strict=True)]
+
+
+def per_source(rows: Sequence[Row], predicted: Sequence[Regime]) -> dict[str, Any]:
+    return {
+        s: score(
+            [r for r in rows if r.source == s],
+            [p for p, r in zip(predicted, rows, strict=True) if r.source == s],
+        )
+        for s in SOURCES
+    }
+
+
+def choose(
+    rows: Sequence[Row],
+    x: np.ndarray,
+    decisions: Sequence[tuple[Regime, str, str]],
+    train_sources: Sequence[str],
+) -> tuple[Config, dict[str, dict[str, float]]]:
+    """The configuration with the best grouped out-of-fold FreshQA accuracy (the source
+    closest to the held-out FreshQA test set); ties: the higher threshold (the model raises
+    fewer questions), then the smaller C."""
+    by_config: dict[str, dict[str, float]] = {}
+    best: tuple[float, float, float] | None = None
+    chosen = GRID[0]
+    for c in GRID:
+        table = per_source(rows, grouped_oof(rows, x, decisions, train_sources, c))
+        by_config[f"C={c[0]:g},t={c[1]:g}"] = {s: t["accuracy"] for s, t in table.items()}
+        key = (table["freshqa"]["accuracy"], c[1], -c[0])
+        print(f"config C={c[0]:g} t={c[1]:g}: {by_config[f'C={c[0]:g},t={c[1]:g}']}", flush=True)
+        if best is None or key > best:
+            best, chosen = key, c
+    return chosen, by_config
+
+
 def print_table(table: dict[str, Any]) -> None:
-    print(f"{'held out':<11} {'n':>5}  {'scoring':<34} {'model':>6} {'rules':>6}")
+    print(f"{'source':<11} {'n':>5}  {'scoring':<34} {'model':>6} {'rules':>6}")
     for s, t in table.items():
         m, r = t["model"], t["rules"]
         print(f"{s:<11} {m['n']:>5}  {WHAT[s]:<34} {m['accuracy']:>6.3f} {r['accuracy']:>6.3f}")
@@ -442,99 +505,85 @@ def print_table(table: dict[str, Any]) -> None:
             print(f"{'':<11} {m[n]:>5}  {label:<34} {m[a]:>6.3f} {r[a]:>6.3f}")
 
 
-def _config(c: Config) -> dict[str, float]:
-    return {"C": c[0], "threshold": c[1]}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--no-write", action="store_true", help="write neither artifact nor results")
+    ap.add_argument(
+        "--compare-all",
+        action="store_true",
+        help="also measure a model fitted on all four sources (never shipped: licences)",
+    )
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     rows = load_rows()
     x, decisions = featurise(rows)
-    runs = Runs(rows, x, decisions)
-    by_config = {c: runs.loso(SOURCES, c) for c in GRID}
-    for c, t in by_config.items():
-        accs = {s: v["accuracy"] for s, v in t.items()}
-        print(f"config C={c[0]:g} t={c[1]:g}: {accs}", flush=True)
-    rules_table = {
-        s: score(rr, rules(rr)) for s in SOURCES for rr in [[r for r in rows if r.source == s]]
-    }
-    # nested: each held-out source's configuration chosen on the other three only
-    nested: dict[str, Any] = {}
-    for s in SOURCES:
-        chosen_s = pick(runs, [o for o in SOURCES if o != s])
-        nested[s] = {"config": _config(chosen_s), "model": by_config[chosen_s][s]}
-        nested[s]["rules"] = rules_table[s]
-        print(f"nested {s}: C={chosen_s[0]:g} t={chosen_s[1]:g}", flush=True)
-    table = {s: {"model": v["model"], "rules": v["rules"]} for s, v in nested.items()}
-    print("leave one source out, nested selection (model vs rules, same run):")
+    rules_predicted = [d[0] for d in decisions]
+    rules_table = per_source(rows, rules_predicted)
+    shipped, by_config = choose(rows, x, decisions, LICENSED)
+    oof = per_source(rows, grouped_oof(rows, x, decisions, LICENSED, shipped))
+    table = {s: {"model": oof[s], "rules": rules_table[s]} for s in SOURCES}
+    print(f"grouped {FOLDS}-fold, fitted on {', '.join(LICENSED)} (model vs rules):")
     print_table(table)
-    shipped = pick(runs, SOURCES)
-    print(f"shipped (best mean over the four held-out sources): C={shipped[0]:g} t={shipped[1]:g}")
     results: dict[str, Any] = {
         "seed": SEED,
         "rows": {s: sum(r.source == s for r in rows) for s in SOURCES},
-        "training_rows_with_a_label": {
-            s: sum(r.source == s and r.allowed != ALL for r in rows) for s in SOURCES
-        },
+        "groups": {s: len({r.group for r in rows if r.source == s}) for s in SOURCES},
+        "fitted_on": list(LICENSED),
+        "why_fitted_on": "the shipped artefact is fitted only on data whose licence allows it: "
+        "FreshQA is Apache-2.0; SituatedQA, RealTimeQA and PAT-Questions have no licence "
+        "upstream (development and testing only, shared/data/README.md): they score the model "
+        "out of source and guided the cue rules",
         "label_mapping": {
             "freshqa": "never-changing → insensitive, slow-changing → slow, fast-changing → fast "
             "or real_time (scored as one class); trained as never / changing",
             "situatedqa": "never → insensitive; changing → slow, fast or real_time (two-class "
             "score); regime_fine slow/fast → slow / fast or real_time (three-class score)",
-            "realtimeqa": "fast → fast or real_time (one class: the share called fast); trained "
-            "as changing where the question points at the present",
-            "pat": "slow → slow (one class: the share called slow); trained as changing",
+            "realtimeqa": "fast → fast or real_time (one class: the share called fast)",
+            "pat": "slow → slow (one class: the share called slow)",
         },
+        "split": f"group-aware {FOLDS}-fold: a fold is a set of question patterns (a PAT "
+        "template, a RealTimeQA quiz week, else the source and the question's first three "
+        "words; sha1 of the pattern mod 5); each row is called by a model fitted on the "
+        "training sources' rows of the other folds",
         "model": "P(changing) by logistic regression over the MiniLM embedding of "
-        "regime_embedding_text(question) and the 73 cue-rule features; the regime is the rules' "
+        "regime_embedding_text(question) and the cue-rule features; the regime is the rules' "
         "except rules-insensitive with P(changing) > threshold → slow",
-        "grid": [_config(c) for c in GRID],
-        "grid_loso_accuracy": {
-            f"C={c[0]:g},t={c[1]:g}": {s: v["accuracy"] for s, v in t.items()}
-            for c, t in by_config.items()
-        },
-        "selection": "nested leave-one-source-out: each held-out source's (C, t) is the best "
-        "mean held-out accuracy over the other three sources, each held out in turn from a fit "
-        "on the remaining two (a fit without a 'never' label is skipped); the held-out source "
-        "influences nothing in its own fold",
-        "leave_one_source_out": table,
-        "nested_configs": {s: v["config"] for s, v in nested.items()},
-        "shipped_config": {
-            **_config(shipped),
-            "why": "best mean accuracy over the four held-out sources (all four in selection)",
-            "leave_one_source_out": {s: v["accuracy"] for s, v in by_config[shipped].items()},
-        },
+        "grid_grouped_oof_accuracy": by_config,
+        "selection": "best grouped out-of-fold FreshQA accuracy (ties: higher threshold, then "
+        "smaller C); the FreshQA figure is therefore optimistic by the choice among "
+        f"{len(GRID)} configurations, the other sources' are not (out of source)",
+        "grouped_oof": table,
+        "shipped_config": _config(shipped),
+        "rules_note": "the cue rules were written looking at all four sources (development "
+        "use), so the rules' figures are not held out on any of them; the held-out FreshQA test "
+        "set is the project's only unseen measure",
     }
-    fq = freshqa_in_domain(rows, x, decisions, shipped)
-    results["freshqa_5fold_with_freshqa_in_training"] = fq
-    print(f"FreshQA 5-fold CV, FreshQA in training: {fq['accuracy']:.3f}")
-    params = fit(x, rows, shipped[0])
+    if args.compare_all:
+        every = list(SOURCES)
+        cmp_config, cmp_grid = choose(rows, x, decisions, every)
+        cmp = per_source(rows, grouped_oof(rows, x, decisions, every, cmp_config))
+        results["all_sources_not_shipped"] = {
+            "config": _config(cmp_config),
+            "grouped_oof_accuracy": {s: t["accuracy"] for s, t in cmp.items()},
+            "grid": cmp_grid,
+        }
+        print(f"fitted on all four (not shipped): {results['all_sources_not_shipped']}")
+    train = [i for i, r in enumerate(rows) if r.source in LICENSED]
+    params = fit(x[train], [rows[i] for i in train], shipped[0])
     assert params is not None
     meta = {
         "script": "benchmarks/train_regime.py",
-        "data": "shared/data/freshness: FreshQA dev, SituatedQA temporal, RealTimeQA, PAT",
-        "rows": results["training_rows_with_a_label"],
+        "data": "shared/data/freshness/freshqa_dev.jsonl (FreshQA dev, Apache-2.0)",
+        "rows": {s: sum(r.source == s for r in rows) for s in LICENSED},
         "seed": SEED,
         **_config(shipped),
     }
     art = artifact(params, shipped[1], meta)
-    model = RegimeModel.from_dict(art)
-    resub = predict(model, x, decisions)
-    results["all_sources_fit_resubstitution"] = {
-        s: score(
-            [r for r in rows if r.source == s],
-            [p for p, r in zip(resub, rows, strict=True) if r.source == s],
-        )["accuracy"]
-        for s in SOURCES
-    }
     text = json.dumps(art, separators=(",", ":"), ensure_ascii=False)
     results["artifact_bytes"] = len(text.encode("utf-8")) + 1
     results["artifact_sha1"] = hashlib.sha1((text + "\n").encode("utf-8")).hexdigest()
-    results["fits"] = runs.fits
     results["seconds"] = round(time.perf_counter() - t0, 1)
+    print(f"shipped: C={shipped[0]:g} t={shipped[1]:g}")
     if not args.no_write:
         REGIME_MODEL_PATH.write_text(text + "\n", encoding="utf-8")
         RESULTS.mkdir(parents=True, exist_ok=True)

@@ -277,6 +277,91 @@ _RELATIVE_RE = re.compile(
     re.IGNORECASE,
 )
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+# The same ages in German, French, Spanish, Italian and Dutch ("vor 3 Tagen", "il y a 2 jours",
+# "hace 5 horas", "3 giorni fa", "2 dagen geleden"), found anywhere in a short text. Each unit
+# word maps to the English unit letter(s) above.
+_EU_UNITS = {
+    **dict.fromkeys(
+        (
+            "sekunde",
+            "sekunden",
+            "seconde",
+            "secondes",
+            "segundo",
+            "segundos",
+            "secondo",
+            "secondi",
+            "seconden",
+        ),
+        "s",
+    ),
+    **dict.fromkeys(("minute", "minuten", "minutes", "minuto", "minutos", "minuti"), "m"),
+    **dict.fromkeys(
+        ("stunde", "stunden", "heure", "heures", "hora", "horas", "ora", "ore", "uur"), "h"
+    ),
+    **dict.fromkeys(
+        (
+            "tag",
+            "tagen",
+            "jour",
+            "jours",
+            "día",
+            "días",
+            "dia",
+            "dias",
+            "giorno",
+            "giorni",
+            "dag",
+            "dagen",
+        ),
+        "d",
+    ),
+    **dict.fromkeys(
+        (
+            "woche",
+            "wochen",
+            "semaine",
+            "semaines",
+            "semana",
+            "semanas",
+            "settimana",
+            "settimane",
+            "week",
+            "weken",
+        ),
+        "w",
+    ),
+    **dict.fromkeys(
+        ("monat", "monaten", "mois", "mes", "meses", "mese", "mesi", "maand", "maanden"), "mo"
+    ),
+    **dict.fromkeys(
+        (
+            "jahr",
+            "jahren",
+            "an",
+            "ans",
+            "année",
+            "années",
+            "año",
+            "años",
+            "anno",
+            "anni",
+            "jaar",
+            "jaren",
+        ),
+        "y",
+    ),
+}
+_EU_N = r"(?P<n>\d{1,4}|einem|einer|une?|una|uno|een)"
+_EU_UNIT = r"(?P<unit>[^\W\d_]{2,9})"
+_RELATIVE_EU_RE = re.compile(
+    rf"\b(?:vor|il\s+y\s+a|hace)\s+{_EU_N}\s+{_EU_UNIT}\b"
+    rf"|\b{_EU_N.replace('<n>', '<n2>')}\s+{_EU_UNIT.replace('<unit>', '<unit2>')}\s+"
+    r"(?:fa|geleden)\b",
+    re.IGNORECASE,
+)
+_EU_YESTERDAY = frozenset(("gestern", "ayer", "ieri", "gisteren"))  # not "hier": German "here"
+_EU_TODAY = frozenset(("heute", "aujourd'hui", "hoy", "oggi", "vandaag"))
 
 
 def _months_before(now: datetime, months: int) -> datetime | None:
@@ -293,6 +378,42 @@ def _months_before(now: datetime, months: int) -> datetime | None:
         except ValueError:
             day -= 1
     return now.replace(year=year, month=month + 1, day=day)
+
+
+def _age_before(now: datetime, n: int, unit: str) -> datetime | None:
+    """``now`` moved ``n`` units (``_UNIT_SECONDS``' letters, "mo", "y") back."""
+    if unit.startswith("mo"):
+        return _months_before(now, n)
+    if unit.startswith("y"):
+        return _months_before(now, 12 * n)
+    try:
+        return now - timedelta(seconds=n * _UNIT_SECONDS[unit[0]])
+    except OverflowError:
+        return None
+
+
+def find_european_age(text: str, *, now: datetime | None) -> datetime | None:
+    """An age written in German, French, Spanish, Italian or Dutch anywhere in ``text`` (its
+    first ``MAX_DATE_CHARS`` characters): "vor 3 Tagen", "il y a 2 jours", "hace 5 horas",
+    "3 giorni fa", "2 dagen geleden", "gestern" / "ayer" (yesterday), "heute" / "hoy" (today:
+    only in a text of at most four words, a date line rather than a sentence), relative to
+    ``now``; None without ``now`` or an age. French "hier" is left out: in German it is "here"."""
+    if now is None or not text:
+        return None
+    s = " ".join(text[:MAX_DATE_CHARS].lower().split())
+    now = as_aware(now)
+    m = _RELATIVE_EU_RE.search(s)
+    if m is not None:
+        raw_n = m.group("n") or m.group("n2")
+        unit = _EU_UNITS.get(m.group("unit") or m.group("unit2") or "")
+        if unit is not None:
+            return _age_before(now, int(raw_n) if raw_n.isdigit() else 1, unit)
+    words = set(re.findall(r"[^\W\d_]+(?:'[^\W\d_]+)?", s))
+    if words & _EU_TODAY and len(words) <= 4:
+        return now
+    if words & _EU_YESTERDAY and len(words) <= 4:
+        return now - timedelta(days=1)
+    return None
 
 
 def parse_relative_date(text: str, *, now: datetime | None) -> datetime | None:
@@ -318,13 +439,4 @@ def parse_relative_date(text: str, *, now: datetime | None) -> datetime | None:
     if m is None:
         return None
     raw_n = m.group("n")
-    n = 1 if not raw_n.isdigit() else int(raw_n)
-    unit = m.group("unit")
-    if unit.startswith("mo"):
-        return _months_before(now, n)
-    if unit.startswith("y"):
-        return _months_before(now, 12 * n)
-    try:
-        return now - timedelta(seconds=n * _UNIT_SECONDS[unit[0]])
-    except OverflowError:
-        return None
+    return _age_before(now, 1 if not raw_n.isdigit() else int(raw_n), m.group("unit"))

@@ -340,7 +340,8 @@ class FreshnessPolicy(_Section):
     # ... only when the guessed regime's confidence (regime_confidence.json: the share of the
     # rule's development questions at least as fast, in the worst source) is above this: at 0 a
     # source where none of the rule's questions was that fast rules the ask out (on PAT, "the
-    # current chair of X": 465 of 840 slow questions asked before, none after)
+    # current chair of X" was once guessed fast: 465 of 840 slow questions asked before, none
+    # after; the rules now read it as a role's holder, slow)
     ask_min_confidence: float = Field(0.0, ge=0, le=1)
 
 

@@ -159,3 +159,26 @@ def test_prose_date_pattern_is_linear() -> None:
         return sum(1 for _ in _DATE_RE.finditer(text))
 
     assert_linear(scan, "12 Dec 12/12/ 2026-1 ")
+
+
+def test_european_ages_are_read_against_now_and_nothing_else_is() -> None:
+    from citeguard.dates import find_european_age
+
+    now = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+    cases = {
+        "vor 3 Tagen": timedelta(days=3),
+        "Veröffentlicht vor einer Woche": timedelta(days=7),
+        "il y a 2 heures": timedelta(hours=2),
+        "hace 4 días": timedelta(days=4),
+        "5 giorni fa": timedelta(days=5),
+        "2 dagen geleden": timedelta(days=2),
+        "gestern, 14:30": timedelta(days=1),
+        "heute": timedelta(0),
+    }
+    for text, back in cases.items():
+        assert find_european_age(text, now=now) == now - back, text
+    assert find_european_age("vor 2 Monaten", now=now) == datetime(2026, 1, 10, 12, tzinfo=UTC)
+    for text in ("Hier klicken", "vor 3 Autos", "Ein Artikel über heute und morgen im ganzen Land"):
+        assert find_european_age(text, now=now) is None, text
+    assert find_european_age("vor 3 Tagen", now=None) is None
+    assert find_european_age("vor " * 50_000, now=now) is None  # read up to MAX_DATE_CHARS

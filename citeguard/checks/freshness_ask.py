@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from citeguard.checks.freshness import _days
 from citeguard.models import Finding, Severity, Verdict
@@ -49,9 +50,23 @@ class FresherAsk:
     floor_days: float
     stale: tuple[StaleSource, ...]
     median_days: float | None
+    cue: str | None = None  # what in the question made the regime ("latest: 'most recent'")
+
+    def fresh_since(self) -> str | None:
+        """The first day a source counts as fresh for this question (ISO 8601): the check's
+        "today" (a stale source's date plus its age) less the regime's floor."""
+        for s in self.stale:
+            try:
+                dated = datetime.fromisoformat(s.date)
+            except ValueError:
+                continue
+            today = dated + timedelta(days=s.age_days)
+            return (today - timedelta(days=self.floor_days)).date().isoformat()
+        return None
 
     def message(self, attempt: int) -> str:
-        """The feedback text for the fresher attempt."""
+        """The feedback text for the fresher attempt: the question's regime and why, what
+        "fresh" means for it (a day), and the stale sources with their dates."""
         regime = self.regime.replace("_", "-")
         named = "; ".join(
             f"{s.url} (dated {s.date[:10]}, {_days(s.age_days)} old)" for s in self.stale[:8]
@@ -59,13 +74,23 @@ class FresherAsk:
         more = f"; and {len(self.stale) - 8} more" if len(self.stale) > 8 else ""
         slower = [r.replace("_", "-") for r in self.plausible if r != self.regime]
         maybe = f" (it may also be {' or '.join(slower)})" if slower else ""
+        why = f" (by the cue {self.cue})" if self.cue else ""
+        since = self.fresh_since()
+        fresh = (
+            f"For this question a fresh source is one dated on or after {since} (within "
+            f"{_days(self.floor_days)})"
+            if since
+            else f"For this question a fresh source is one updated within the last "
+            f"{_days(self.floor_days)}"
+        )
         return (
-            f"Your answer (attempt {attempt}) passed the citation guard, but the question may be "
-            f"{regime}-changing{maybe}: its answer can change within {_days(self.floor_days)}, "
-            f"and these cited sources are older than that: {named}{more}. Look for sources "
-            f"updated within the last {_days(self.floor_days)} and cite them if they confirm or "
-            "update the answer; if nothing newer exists, you may keep these sources. State the "
-            "date the information is current as of."
+            f"Your answer (attempt {attempt}) passed the citation guard, but the question reads "
+            f"as {regime}-changing{why}{maybe}: its answer can change within "
+            f"{_days(self.floor_days)}. {fresh}. These cited sources are older than that: "
+            f"{named}{more}. Search for a newer source (a news item, the official page, a "
+            "dated update) and cite it if it confirms or updates the answer; if nothing newer "
+            "exists, you may keep these sources. State the date the information is current as "
+            "of."
         )
 
     def finding(self) -> Finding:
@@ -136,6 +161,8 @@ def fresher_ask(verdict: Verdict, policy: FreshnessPolicy) -> FresherAsk | None:
     if not stale:
         return None
     plausible = details.get("plausible_regimes")
+    cues = details.get("cues")
+    cue = cues[0] if isinstance(cues, list) and cues and isinstance(cues[0], str) else None
     return FresherAsk(
         regime=regime,
         plausible=tuple(str(r) for r in plausible) if isinstance(plausible, list) else (),
@@ -143,7 +170,11 @@ def fresher_ask(verdict: Verdict, policy: FreshnessPolicy) -> FresherAsk | None:
         floor_days=float(floor),
         stale=tuple(stale),
         median_days=median_age(sources),
+        cue=cue[:_MAX_CUE_CHARS] if cue else None,
     )
+
+
+_MAX_CUE_CHARS = 160  # a cue quotes the question; a hostile question is long
 
 
 def plausible_enough(confidence: float | None, policy: FreshnessPolicy) -> bool:

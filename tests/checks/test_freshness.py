@@ -65,6 +65,10 @@ REGIME_CASES = [
     ("Who won the 1998 FIFA World Cup?", Regime.INSENSITIVE),
     ("Who was the first woman to win a Nobel Prize?", Regime.INSENSITIVE),
     ("What is the definition of entropy?", Regime.INSENSITIVE),
+    ("Who won the Battle of Hastings?", Regime.INSENSITIVE),
+    ("Who was the emperor of Rome when Pompeii was destroyed?", Regime.INSENSITIVE),
+    ("When does episode 5 of season 2 of Severance come out?", Regime.INSENSITIVE),
+    ("Who won season 2 of The Great British Baking Show?", Regime.INSENSITIVE),
     # slow
     ("Who is the current CEO of OpenAI?", Regime.SLOW),
     ("Who is the current Jeopardy! host?", Regime.SLOW),
@@ -76,6 +80,23 @@ REGIME_CASES = [
     ("What changed in Python 3.13?", Regime.SLOW),
     ("Who won the 2025 Nobel Prize in Physics?", Regime.SLOW),
     ("How many WHO emergency declarations have there been between 2009 and now?", Regime.SLOW),
+    # slow: a person's role without "current", the holder before the present one, the last
+    # occurrence so far, statistics, a record of who has done more
+    ("Who is the mayor of Lyon?", Regime.SLOW),
+    ("Who heads the European Central Bank?", Regime.SLOW),
+    ("Which party holds the majority in the Bundestag?", Regime.SLOW),
+    ("Who is the owner of Chelsea FC currently?", Regime.SLOW),
+    ("Which club does Kylian Mbappe play for currently?", Regime.SLOW),
+    ("Who was the previous chair of the Federal Reserve?", Regime.SLOW),
+    ("When was the last time Italy won the Euros?", Regime.SLOW),
+    ("When did Brazil last win the World Cup?", Regime.SLOW),
+    ("What is the average house price in Ireland?", Regime.SLOW),
+    ("Which player has scored the most goals in Champions League history?", Regime.SLOW),
+    ("Who won the Stanley Cup?", Regime.SLOW),
+    ("Who is the richest person of all time?", Regime.SLOW),
+    ("Who is the US men's national team coach?", Regime.SLOW),
+    ("When was the Olympics held in the United States last?", Regime.SLOW),
+    ("Who has won the men's World Cup?", Regime.SLOW),
     # fast
     ("What is the most recent movie in the Marvel Cinematic Universe?", Regime.FAST),
     ("What is the latest version of Python?", Regime.FAST),
@@ -84,6 +105,16 @@ REGIME_CASES = [
     ("Who is the reigning world chess champion?", Regime.FAST),
     ("Who won the 2026 Tour de France?", Regime.FAST),
     ("How many followers does the most-followed Instagram account have?", Regime.FAST),
+    # fast: a new season, a release date ahead, a ranking, a price
+    ("When does the new season of The Bear start?", Regime.FAST),
+    ("When will GTA VI come out?", Regime.FAST),
+    ("Who is the world number one in women's tennis?", Regime.FAST),
+    ("What is Elon Musk's net worth?", Regime.FAST),
+    ("How much does a Tesla Model Y cost?", Regime.FAST),
+    ("Who is the richest person in the world?", Regime.FAST),
+    ("When is Saturday Night Live coming back?", Regime.FAST),
+    ("What is the price of a Big Mac in Japan?", Regime.FAST),
+    ("Which club is at the top of the Bundesliga table?", Regime.FAST),
     # real-time
     ("What is the current price of bitcoin?", Regime.REAL_TIME),
     ("What is the EUR to USD exchange rate?", Regime.REAL_TIME),
@@ -212,6 +243,12 @@ def test_stale_source_for_real_time_question() -> None:
     assert result.details["median_recency_days"] == 40.0
     assert result.details["floor_days"] == 2.0
     assert result.details["sources"]["https://old.example/btc"]["source"] == "published"
+    # the offender names its own date and what "fresh" means for this question: a day
+    stale = next(f for f in result.findings if f.code == "freshness.stale_source")
+    day = ago(40).date().isoformat()
+    since = (NOW - timedelta(days=2)).date().isoformat()
+    assert f"(dated {day})" in stale.message
+    assert f"a fresh source is dated on or after {since}" in stale.message
 
 
 def test_fresh_sources_with_caveat_pass() -> None:

@@ -72,7 +72,7 @@ def test_artifact_is_small_json_and_loads_offline() -> None:
     assert data["embedding"]["model"] == "all-MiniLM-L6-v2"
     model = RegimeModel.load()
     assert model is RegimeModel.load()  # read once per process
-    assert set(model.meta["rows"]) == {"freshqa", "situatedqa", "realtimeqa", "pat"}
+    assert set(model.meta["rows"]) == {"freshqa"}  # the only source whose licence allows it
 
 
 def test_malformed_artifacts_are_refused(tmp_path: Path) -> None:
@@ -284,8 +284,9 @@ async def test_clear_questions_per_regime_with_the_shipped_model() -> None:
 # Hand-written, in no data set: answers that change, asked without any cue the rules read
 # (no "current", no superlative, no tense), and answers that never change.
 CUELESS_CHANGING = [
-    "Who is the CEO of Microsoft?",
-    "Who coaches the Chicago Bulls?",
+    # "Who is the CEO of Microsoft?" and "Who coaches the Chicago Bulls?" were here: the rules
+    # now read a person's role themselves (slow), so the model has nothing to add there
+    "How many countries are in the European Union?",
 ]
 TIMELESS = [
     "Who wrote Hamlet?",
@@ -318,8 +319,9 @@ def _jsonl(name: str) -> list[dict[str, Any]]:
 @needs_minilm
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data not available")
 def test_shipped_model_on_freshqa_dev() -> None:
-    """A regression guard for the artifact on the FreshQA dev questions it was fitted with (88
-    of 100; benchmarks/results/train_regime.json has the held-out figures: 0.78, rules 0.78)."""
+    """A regression guard for the artifact on the FreshQA dev questions it was fitted with
+    (benchmarks/results/train_regime.json has the grouped out-of-fold figures: 0.81, rules
+    0.79)."""
     rows = _jsonl("freshqa_dev")
     mapping = {"never-changing": "insensitive", "slow-changing": "slow", "fast-changing": "fast"}
     now = datetime(2026, 4, 21, tzinfo=UTC)
@@ -335,13 +337,14 @@ def test_shipped_model_on_freshqa_dev() -> None:
 @needs_minilm
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data not available")
 def test_shipped_model_calls_present_anchored_wikidata_questions_slow() -> None:
-    """PAT-Questions: the rules call most of them fast ("currently") or insensitive."""
+    """PAT-Questions (never in the model's training: no licence upstream): a role's present or
+    previous holder is slow, "currently" or not."""
     rows = _jsonl("pat_questions")[::20]
     clf = LearnedRegimeClassifier()
     now = datetime(2023, 12, 30, tzinfo=UTC)
     slow = sum(clf.classify_sync(r["question"], now=now).regime is Regime.SLOW for r in rows)
     rules = sum(classify_freshness(r["question"], now=now).regime is Regime.SLOW for r in rows)
-    assert slow > rules and slow >= 0.5 * len(rows), (slow, rules, len(rows))
+    assert slow >= rules >= 0.9 * len(rows), (slow, rules, len(rows))
 
 
 async def test_the_guard_uses_the_rules_unless_the_policy_asks_for_the_model() -> None:
@@ -353,3 +356,23 @@ async def test_the_guard_uses_the_rules_unless_the_policy_asks_for_the_model() -
     learned = Guard(Policy(freshness=FreshnessPolicy(regime_model=True)))
     assert isinstance(learned._regimes._model, LearnedRegimeClassifier)
     await learned.aclose()
+
+
+def test_the_training_split_keeps_a_question_pattern_in_one_fold() -> None:
+    """benchmarks/train_regime.py splits by question pattern, not by row: every PAT template,
+    every RealTimeQA quiz week and every opening of three words falls in one fold, whatever the
+    rest of the question."""
+    from benchmarks.train_regime import FOLDS, fold_of, group_of
+
+    template = "Who is the chair of {subject} currently?"
+    folds = {
+        fold_of(group_of("pat", template.format(subject=s), template))
+        for s in ("Greenpeace", "the Bundesbank", "FIFA", "the Royal Society")
+    }
+    assert len(folds) == 1
+    lead = {fold_of(group_of("freshqa", q)) for q in ("Who is the CEO of X?", "Who is the king?")}
+    assert len(lead) == 1
+    assert group_of("freshqa", "Who is the CEO of X?") == "freshqa:who is the"
+    assert group_of("situatedqa", "who is the ceo") != group_of("freshqa", "Who is the CEO?")
+    spread = {fold_of(group_of("situatedqa", f"question {i} here")) for i in range(200)}
+    assert spread == set(range(FOLDS))

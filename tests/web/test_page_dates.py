@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -506,3 +506,61 @@ def test_held_out_half_at_least_htmldate() -> None:
         theirs += found == row["expected_date"]
     n = len(held_out)
     assert ours >= theirs, f"held-out: citeguard {ours}/{n} vs htmldate {theirs}/{n}"
+
+
+# --------------------------------------------------------------------------------------------
+# Ages on the page, and htmldate over a weak source
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "days"),
+    [
+        ("vor 3 Tagen", 3),
+        ("Aktualisiert vor einer Woche", 7),
+        ("il y a 2 jours", 2),
+        ("hace 4 días", 4),
+        ("5 giorni fa", 5),
+        ("2 dagen geleden", 2),
+        ("3 days ago", 3),
+        ("gestern, 14:30", 1),
+    ],
+)
+def test_an_age_in_a_time_element_is_read_against_the_fetch_time(text: str, days: int) -> None:
+    # htmldate reads none of these; the page was rendered when it was fetched (``now``)
+    body = f"<article><p class='date'><time>{text}</time></p><p>Text.</p></article>"
+    want = (NOW.date() - timedelta(days=days)).isoformat()
+    assert _date(body) == (want, "time")
+
+
+def test_words_that_are_no_age_give_no_date_from_a_time_element() -> None:
+    body = "<article><p class='date'><time>Hier klicken</time></p><p>Text.</p></article>"
+    assert _date(body)[1] != "time"
+
+
+def test_htmldate_wins_over_a_weak_source_that_disagrees() -> None:
+    # an embedded video's upload date against the page's printed day
+    head = _ld({"@type": "VideoObject", "uploadDate": "2015-01-01"})
+    body = "<div class='post'><p class='date'>Am 12.03.2021</p></div>"
+    assert _date(body, head) == ("2021-03-12", "htmldate (over json-ld:other)")
+    # where they agree, the page's own source keeps its name
+    same = "<meta name='date' content='2021-03-12'>"
+    assert _date(body, same) == ("2021-03-12", "meta:date")
+
+
+def test_a_strong_source_or_the_url_day_is_not_second_guessed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    monkeypatch.setattr(
+        page_module,
+        "_htmldate_published",
+        lambda html, url, now: calls.append(url) or datetime(2001, 1, 1, tzinfo=UTC),
+    )
+    assert _date(head=_ld({"@type": "NewsArticle", "datePublished": "2021-01-15"})) == (
+        "2021-01-15",
+        "json-ld",
+    )
+    url = "https://blog.example.com/2019/05/06/post"
+    assert _date("<p>x</p>", url=url) == ("2019-05-06", "url")
+    assert calls == []

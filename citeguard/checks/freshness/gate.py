@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from citeguard.checks.freshness.caveat import CaveatMatch, find_caveat
 from citeguard.checks.freshness.dating import (
@@ -308,17 +308,26 @@ def _stale_median(rules: _Floor, median: float | None) -> Finding | None:
     )
 
 
-def _stale_sources(rules: _Floor, dated: _Dated, median_fails: bool) -> list[Finding]:
+def _stale_sources(
+    rules: _Floor, dated: _Dated, median_fails: bool, now: datetime
+) -> list[Finding]:
     """On a fast question each stale (or undated) source is an offender, so regeneration drops
-    it; an error when the median fails, else a warning."""
+    it; an error when the median fails, else a warning. The message names the source's date
+    and what "fresh" means for the question: dated on or after ``now`` less the floor."""
     if not rules.fast:
         return []
+    since = (now - timedelta(days=rules.floor or 0)).date().isoformat()
+
+    def dated_on(url: str) -> str:
+        day = dated.per_url.get(url, {}).get("date")
+        return f" (dated {day[:10]})" if isinstance(day, str) else ""
+
     return [
         Finding(
             code="freshness.stale_source" if age is not None else "freshness.undated",
             message=(
-                f"{url} is {_days(age)} old, past the {_days(rules.floor or 0)} floor for a "
-                f"{rules.name} question"
+                f"{url}{dated_on(url)} is {_days(age)} old, past the {_days(rules.floor or 0)} "
+                f"floor for a {rules.name} question: a fresh source is dated on or after {since}"
                 if age is not None
                 else f"{url} has no date, so it counts as stale for a {rules.name} question"
             ),
@@ -461,7 +470,7 @@ def _gate(
 
     stale_median = _stale_median(rules, median)
     findings.extend([stale_median] if stale_median is not None else [])
-    findings.extend(_stale_sources(rules, dated, median_fails=stale_median is not None))
+    findings.extend(_stale_sources(rules, dated, stale_median is not None, now))
     findings.extend(_undated_sources(rules, dated.undated))
     findings.extend(_weak_dates(rules, dated))
     findings.extend(_date_disagreement(*d, max_gap) for d in dated.disagreements)

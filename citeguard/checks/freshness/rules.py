@@ -93,7 +93,52 @@ _HOLDER_RE = re.compile(
     r"(?:ceo|cfo|cto|chief\s+executive|president|prime\s+minister|premier|chancellor|host|"
     r"coach|manager|chair(?:man|woman|person)?|leader|head|king|queen|monarch|pope|governor|"
     r"mayor|minister|secretary|director|owner|editor|captain|speaker|senator|ambassador|"
-    r"commissioner|spouse|wife|husband|partner)\b",
+    r"commissioner|spouse|wife|husband|partner|employer|political\s+party)\b",
+    _F,
+)
+# The roles and relations a question can ask the present holder of (entity type "a person's
+# role"): "who is the governor of Missouri", "the owner of Eurosport currently", "which team does
+# X play for currently", "which position does X hold".
+_ROLE = (
+    r"(?:ceo|cfo|cto|chief(?:\s+\w+){0,2}|president|vice[\s-]president|prime\s+minister|premier|"
+    r"chancellor|host|presenter|anchor|coach|manager|chair(?:man|woman|person)?|leader|head|king|"
+    r"queen|monarch|pope|emperor|governor|mayor|minister|secretary|director|owner|editor|"
+    r"captain|speaker|senator|ambassador|commissioner|spouse|wife|husband|partner|girlfriend|"
+    r"boyfriend|employer|attorney\s+general|justice|judge|dean|commander|archbishop|bishop|"
+    r"ruler|treasurer|rector|conductor|quarterback|goalkeeper)s?"
+)
+_ROLE_RE = re.compile(
+    rf"^\s*(?:who|which\s+\w+|what\s+\w+)\s+(?:is|are)\s+(?:the\s+)?(?:\S+\s+){{0,3}}?{_ROLE}"
+    r"\s+(?:of|for|in|at|to|on)\b"
+    r"|^\s*(?:who|which\s+\w+)\s+(?:holds|heads|leads|runs|owns|coaches|manages|chairs|governs|"
+    r"rules|hosts|represents|controls)\b(?![^?!\n]{0,40}\brecords?\b)"
+    rf"|\b(?:new|incoming|newly\s+appointed)\s+{_ROLE}\b|\bcandidates\s+for\b"
+    rf"|^\s*who\s+(?:is|are)\s+(?:the\s+)?(?:\S+\s+){{0,6}}?{_ROLE}\s*\??$"
+    # a role before "currently": looked for only when the question says "currently" (the
+    # lookahead reads the question once), not at every word of a long one
+    r"|^(?=[^?!\n]*\b(?:currently|now|at\s+present|presently)\b)"
+    rf"[^?!\n]*?\b{_ROLE}\b{_GAP}\b(?:currently|now|at\s+present|presently)\b"
+    rf"|\b(?:plays?|belongs?|works?)\s+(?:for|to)\b{_GAP}\b(?:currently|now)\b"
+    r"|\bposition\s+(?:does|do)\b|\bhome\s+venue\b",
+    _F,
+)
+# The holder before the present one is relative to today as well: "the previous chair of ...",
+# "which team did X play for before the current team".
+_PREVIOUS_RE = re.compile(
+    r"\b(?:previous|predecessor|before\s+the\s+current|prior\s+to\s+the\s+current)\b", _F
+)
+# "When was the last time ...", "When did the United States last win ...": the last
+# occurrence so far changes whenever it happens again.
+_LAST_TIME_RE = re.compile(
+    r"\blast\s+time\b|^\s*when\s+(?:was|did|were)\b[^?!\n]{0,80}\blast\s*\??$|\bthe\s+last\s+(?:\d+\s+|two\s+|three\s+|few\s+)?(?:season|episode|"
+    r"person|man|woman|team|player|game|match|election|presidential\s+election|super\s+bowl|"
+    r"world\s+cup|olympics|winner|champion\w*|states?|countr(?:y|ies))\b"
+    r"|^(?![^?!\n]*\d)\s*who\s+(?:won|wins|is\s+winning|is\s+leading)\s+"
+    r"(?!the\s+battle\b|the\s+war\b)"
+    r"(?:the\s+)?(?:\S+\s+){0,6}?(?:cup|championships?|series|finals?|awards?|prize|trophy|"
+    r"title|medal|election|season|tournament|league|open|bowl|race|grand\s+prix|contest)\b|\b(?:did|has|have|was|were)\s+(?:\S+\s+){1,5}?last\s+(?:win|won|play|"
+    r"played|score|scored|make|made|host|hosted|appear|appeared|go|went|beat|reach|reached|"
+    r"have|had|be|been|visit|visited|qualif\w+|lose|lost|erupt\w*|happen\w*)\b",
     _F,
 )
 # "the latest French player to win ...", "the most recent team to win back-to-back ...":
@@ -117,7 +162,16 @@ _FAST: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "upcoming",
-        re.compile(r"\b(?:upcoming|next|forthcoming|coming\s+soon|scheduled\s+for)\b", _F),
+        re.compile(
+            r"\b(?:upcoming|next|forthcoming|coming\s+soon|scheduled\s+for)\b"
+            r"|\bnew\s+(?:season|episode|album|movie|film|book|game|series|version|model|single|"
+            r"show)\b"
+            rf"|^(?![^\n]*\d)\s*when\s+(?:does|do|is|are|will)\b{_GAP}\b(?:start|starts|begin|begins|"
+            r"come\s+out|comes\s+out|air|airs|premiere|open|opens|released?|take\s+place|"
+            r"coming\s+back|come\s+back|return|returns|"
+            r"be\s+held)\b",
+            _F,
+        ),
     ),
     (
         "this period",
@@ -134,7 +188,14 @@ _FAST: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             rf"\bfollowers\b|\bsubscribers\b|\bcurrent\s+age\b|\bhow\s+old\s+is\b{_GAP}\bnow\b"
             r"|\bpeople\s+(?:are\s+there\s+)?in\s+the\s+world\b|\bworld\s+population\b"
-            r"|\bstandings\b|\branking\b|\bpolls?\b|\bleaderboard\b|\bbox\s+office\b",
+            r"|\bstandings\b|\brankings?\b|\bpolls?\b|\bleaderboard\b|\bbox\s+office\b"
+            r"|\bnumber\s+one\b|\bno\.\s*1\b|\bworld\s+no\b|\btop[\s-]ranked\b|\branked\b"
+            rf"|\bnet\s+worth\b|\bhow\s+much\s+(?:does|do|is|are)\b{_GAP}\bcost\b"
+            r"|\bprices?\s+of\b|\bat\s+the\s+top\s+of\s+the\b"
+            r"|\bleads?\s+the\s+(?:league|standings|table|charts?|polls?)\b"
+            r"|\b(?:richest|wealthiest|most[\s-](?:followed|subscribed|streamed|viewed|watched|"
+            r"downloaded|liked)|highest[\s-]paid|top[\s-](?:grossing|selling|scorers?))\b"
+            r"(?![^?!\n]{0,80}\b(?:ever|all[\s-]time|history|of\s+the\s+(?:decade|century))\b)",
             _F,
         ),
     ),
@@ -149,6 +210,24 @@ _SLOW_TOPIC_RE = re.compile(
 _SLOW: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("rules in force", _SLOW_TOPIC_RE),
     ("record", re.compile(r"\brecords?\b|\bof\s+all\s+time\b|\bever\b|\bin\s+history\b", _F)),
+    ("last occurrence", _LAST_TIME_RE),
+    (
+        "most so far",
+        re.compile(
+            r"\ball[\s-]time\b"
+            r"|\b(?:has|have)\s+(?:won|sold|scored|played|made|had)\s+(?:more|the\s+most)\b"
+            r"|^\s*who\s+(?:has|have)\s+(?:won|scored|sold|played\s+for|coached)\b",
+            _F,
+        ),
+    ),
+    (
+        "statistic",
+        re.compile(
+            r"\baverage\b|\bper\s*cent(?:age)?\s+of\b|\bgdp\b|\bunemployment\b|\bmedian\b"
+            r"|\binflation\s+rate\b|\bnational\s+debt\b|\bin\s+debt\b|\blife\s+expectancy\b",
+            _F,
+        ),
+    ),
     (
         "superlative",
         re.compile(
@@ -267,9 +346,12 @@ def _rule_decision(question: str, today: datetime) -> tuple[Regime, str, str]:
             cue = f"rule in force asked {text!r}: {slow_topic.group(0)!r}"
             return Regime.SLOW, "rule in force asked now", cue
         return Regime.REAL_TIME, label, f"{label}: {text!r}"
-    holder = _HOLDER_RE.search(q)
+    holder = _HOLDER_RE.search(q) or _ROLE_RE.search(q)
     if holder:
         return Regime.SLOW, "office holder", f"office holder: {holder.group(0)!r}"
+    previous = _PREVIOUS_RE.search(q)
+    if previous:
+        return Regime.SLOW, "previous holder", f"previous holder: {previous.group(0)!r}"
     qualified = _QUALIFIED_LATEST_RE.search(q)
     if qualified:
         return Regime.SLOW, "qualified record", f"qualified record: {qualified.group(0)!r}"
@@ -303,6 +385,7 @@ RULE_LABELS: tuple[str, ...] = (
     "rule in force asked now",
     *dict.fromkeys(label for label, _ in _REAL_TIME),
     "office holder",
+    "previous holder",
     "qualified record",
     "open range",
     *(label for label, _ in _FAST),
@@ -325,7 +408,8 @@ _CUE_TABLES: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = (
         )
         for label in dict.fromkeys(lab for lab, _ in table)
     ),
-    ("office holder", (_HOLDER_RE,)),
+    ("office holder", (_HOLDER_RE, _ROLE_RE)),
+    ("previous holder", (_PREVIOUS_RE,)),
     ("qualified record", (_QUALIFIED_LATEST_RE,)),
     ("first to", (_FIRST_TO_RE,)),
     ("now word", (_NOW_WORD_RE,)),

@@ -10,8 +10,10 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from citeguard.dates import (
+    find_european_age,
     make_date,
     parse_date,
+    parse_relative_date,
 )
 from citeguard.web.page.base import _HTMLDATE_MAX_CHARS, _LOG, _plausible
 from citeguard.web.page.date_places import (
@@ -125,7 +127,8 @@ def _structured_dates(
     8   ``hatom:published``     hAtom/microformats ``.published`` / ``.dt-published``
     9   ``url``                 a day in the URL path; then in the canonical / og:url
     10  ``time:page``           any other ``<time>`` outside related/aside/nav/footer blocks
-    11  ``htmldate``            only when all of the above are empty (in the caller)
+    11  ``htmldate``            when all of the above are empty, or over a weak 6 or 7 it
+                                disagrees with (in the caller: ``_WEAK_SOURCES``)
     ==  ======================  ===========================================================
 
     A ``<time>`` is read from its ``datetime`` attribute, else from its text. When the chosen
@@ -198,7 +201,18 @@ def _time_date(
                 return shown
             if machine is not None or shown is not None:
                 return machine or shown
+            # an age ("vor 3 Tagen", "il y a 2 jours", "3 days ago"): the page was rendered
+            # when it was fetched, ``now``; htmldate reads none of these
+            age = _plausible(_age_of(text, now), now)
+            if age is not None:
+                return age
     return None
+
+
+def _age_of(text: str | None, now: datetime) -> datetime | None:
+    if not text:
+        return None
+    return parse_relative_date(text, now=now) or find_european_age(text, now=now)
 
 
 def _htmldate_published(html: str, url: str, now: datetime) -> datetime | None:
@@ -246,11 +260,35 @@ def _html_dates(
     source, modified) by :func:`_structured_dates`' precedence, then htmldate (when
     ``date_fallback``), then the ``Last-Modified`` header for ``modified``."""
     published, source, modified = _structured_dates(parsed.head, url, now)
-    if published is None and date_fallback and not parsed.bounded:
-        # htmldate walks every element in Python: not on a page that had to be bounded
-        published = _htmldate_published(parsed.html, url, now)
-        if published is not None:
-            source = "htmldate"
+    if date_fallback and not parsed.bounded and (published is None or _weak(source)):
+        # htmldate walks every element in Python: not on a page that had to be bounded, and
+        # only where the page's own markup gave no date or a weak one
+        found = _htmldate_published(parsed.html, url, now)
+        if found is not None and (published is None or _overrules(found, published, url, parsed)):
+            source = "htmldate" if published is None else f"htmldate (over {source})"
+            published = found
     if modified is None:
         modified = _plausible(parse_date(headers.get("last-modified")), now)
     return published, source, modified
+
+
+#: date sources that only say a page was dated somewhere (generic meta names, often a render
+#: or crawl date; an embedded entity's date): htmldate's reading of the whole page wins over
+#: them when the two disagree. Placed on-page dates (microformats, ``<time>``) are not weak:
+#: the precedence already skips the widgets and footers htmldate reads. A day in the URL is
+#: not weak either: it is the publisher's own, and where htmldate disagrees with it, it has
+#: usually read an update date instead
+_WEAK_SOURCES = frozenset((*(f"meta:{key}" for key in _META_PUBLISHED_WEAK), "json-ld:other"))
+
+
+def _weak(source: str | None) -> bool:
+    return source is not None and source.removesuffix("+url") in _WEAK_SOURCES
+
+
+def _overrules(found: datetime, published: datetime, url: str, parsed: _ParsedHtml) -> bool:
+    """htmldate's day replaces a weak source's when it differs, unless it is only a day in
+    the page's URL or canonical URL: the precedence already ranked those below the weak source."""
+    if found.date() == published.date():
+        return False
+    in_urls = (_url_date(u) for u in (url, *parsed.head.linked_urls))
+    return all(d is None or d.date() != found.date() for d in in_urls)
