@@ -361,8 +361,16 @@ def _without_contractions(words: list[str]) -> list[str]:
 
 
 def _unicode_tokens(text: str) -> list[str]:
+    words = _UNICODE_WORD_RE.findall(text)
+    if not has_no_space_script(text):
+        # as the ASCII path: lowering the words joined is lowering each (no word holds a
+        # space, and a word's last letter is word-final either way)
+        joined = " ".join(words).lower()
+        if "'" not in joined and "’" not in joined:
+            return joined.split()
+        return _without_contractions(joined.replace("’", "'").split())
     out: list[str] = []
-    for word in _UNICODE_WORD_RE.findall(text):
+    for word in words:
         if has_no_space_script(word):
             out.extend(w.lower() for w in segment(word) if not w.isspace())
         else:
@@ -414,6 +422,8 @@ _STOP_ABBREVIATIONS = word_set(
 )
 _WORD_AFTER_RE = re.compile(r"[\s\"'“‘(\[]{0,8}([^\W\d_]{1,20})")
 _LEADING_PUNCT = "(\"'“‘[*_"
+# a space or a bracket among the seven characters before a stop: the word there is short
+_SHORT_TOKEN_BEFORE_RE = re.compile(r"[\s(\[\"'“‘]|^")
 
 
 def not_a_stop(text: str, stop: int) -> bool:
@@ -425,6 +435,8 @@ def not_a_stop(text: str, stop: int) -> bool:
         dot -= 1
     if dot < 0 or text[dot] != ".":
         return False
+    if not _SHORT_TOKEN_BEFORE_RE.search(text, max(0, dot - 7), dot):
+        return False  # the word before the stop is longer than any ordinal or abbreviation
     words = text[max(0, dot - 40) : dot].rsplit(None, 2)
     if not words:
         return False

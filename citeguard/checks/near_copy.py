@@ -26,6 +26,7 @@ from citeguard.checks.passage import (
     PreparedText,
     candidate_starts,
     cased_tokens,
+    content_terms,
     sentence_of,
     word_end,
     word_start,
@@ -215,8 +216,8 @@ def _near_copy_of(piece: str, page: PreparedText) -> PassageMatch | None:
     if not qn or len(qn) > FUZZY_CHUNK_CHARS:
         return None
     q_spans = [(m.start(), m.group()) for m in ALIGN_TOKEN_RE.finditer(qn)]
-    if len(q_spans) < MIN_TOKENS or qn in page.norm:
-        return None  # too short to tell, or on the page as written
+    if len(q_spans) < MIN_TOKENS or qn in page.norm or not _may_be_copied(piece, page):
+        return None  # too short to tell, on the page as written, or nowhere near any sentence
     q = [t for _, t in q_spans]
     qc = cased_tokens(normalise_cased(piece).strip(_EDGE_STRIP))
     if len(qc) != len(q):
@@ -291,6 +292,26 @@ def _pieces(claim: str) -> list[str]:
         if len(parts) > 1:
             out.extend(parts)
     return [p for p in dict.fromkeys(out) if len(ALIGN_TOKEN_RE.findall(p)) >= MIN_TOKENS][:16]
+
+
+#: Sentences of a page's index read per claim term when looking for one that holds the claim.
+_MAX_POSTINGS = 2_000
+
+
+def _may_be_copied(text: str, page: PreparedText) -> bool:
+    """Whether one sentence of the page (or two in a row) holds at least half of the claim's
+    content words, as a copy's must: dictionary look-ups in the page's sentence index, so a
+    claim that is no copy (most are not) costs no scan of the page."""
+    terms = set(content_terms(text))
+    if len(terms) < 2:
+        return True
+    postings = page.sentences().postings
+    counts: dict[int, int] = {}
+    for t in terms:
+        for i in postings.get(t, ())[:_MAX_POSTINGS]:
+            counts[i] = counts.get(i, 0) + 1
+    best = max((n + counts.get(i + 1, 0) for i, n in counts.items()), default=0)
+    return 2 * best >= len(terms)
 
 
 def find_near_copy(claim: str, page: PreparedText) -> PassageMatch | None:

@@ -640,6 +640,10 @@ def _content_terms(text: str) -> list[str]:
     return [term for t in PASSAGE_TOKEN_RE.findall(normalise(text)) for term in _terms_of(t)]
 
 
+#: A text's content terms as the page's sentence index keys them (near-copies look up a claim's).
+content_terms = _content_terms
+
+
 # Between sentences normalised together: not a token character, not whitespace, untouched by
 # normalisation, and composing with nothing.
 _JOINER = "\x00"
@@ -678,6 +682,7 @@ def _sentence_terms(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
             out.extend(_content_terms(piece) for piece in pieces)
             continue
         current: list[str] = []
+        no_space = has_no_space_script(joined)  # else every token is its own term (or none)
         for tok in _TOKEN_OR_JOINER_RE.findall(normalise(joined)):
             if tok == _JOINER:
                 out.append(current)
@@ -685,7 +690,13 @@ def _sentence_terms(text: str, spans: list[tuple[int, int]]) -> list[list[str]]:
                 continue
             terms = seen.get(tok)
             if terms is None:
-                terms = seen[tok] = _terms_of(tok)
+                if no_space:
+                    terms = _terms_of(tok)
+                elif tok in PARAPHRASE_STOPWORDS or (len(tok) < 2 and not tok.isdigit()):
+                    terms = []
+                else:
+                    terms = [_stem(tok)]
+                seen[tok] = terms
             current.extend(terms)
         out.append(current)
     return out
