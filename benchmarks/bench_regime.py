@@ -51,29 +51,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from regime_confidence import (  # noqa: E402
-    LICENSED,
-    TARGET,
-    Item,
-    build_table,
-    evaluate,
-    gated,
-    rules_items,
-)
+from regime_confidence import LICENSED, Item, rules_items, run  # noqa: E402
 from train_regime import (  # noqa: E402
     DATA,
-    FOLDS,
     HELD_BACK_SEED,
     HELD_BACK_SHARE,
     SOURCES,
     Row,
-    fold_of,
     load_rows,
     merged,
     score,
 )
 
-from citeguard.checks.freshness import RegimeConfidence, classify_freshness  # noqa: E402
+from citeguard.checks.freshness import classify_freshness  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 PARTS = ("development", "held_back")
@@ -118,30 +108,18 @@ def rules_table(rows: Sequence[Row], parts: Sequence[str]) -> dict[str, Any]:
 
 
 def gate_oof(items: Sequence[Item]) -> dict[str, Any]:
-    """The confidence gate per source: FreshQA out of fold (a table built on the other folds'
-    FreshQA questions), the other sources out of source (the table built on all of FreshQA,
-    as shipped)."""
-    licensed = [it for it in items if it.row.source in LICENSED]
-    shipped = RegimeConfidence(build_table(licensed, TARGET))
-    out: dict[str, Any] = {}
-    for s in SOURCES:
-        test = [it for it in items if it.row.source == s]
-        if s in LICENSED:
-            by_fold: list[tuple[Item, Any]] = []
-            for f in range(FOLDS):
-                train = [it for it in licensed if fold_of(it.row.group) != f]
-                table = RegimeConfidence(build_table(train, TARGET))
-                by_fold += [(it, table) for it in test if fold_of(it.row.group) == f]
-            tables = {id(it): t for it, t in by_fold}
-            gate = lambda it: gated(tables[id(it)], it)  # noqa: E731
-            how = f"grouped {FOLDS}-fold out of fold"
-        else:
-            gate = lambda it: gated(shipped, it)  # noqa: E731
-            how = "out of source (table built on all of FreshQA dev)"
-        today = evaluate(test, lambda it: it.regime)
-        confident = evaluate(test, gate)
-        out[s] = {"scored": how, "rules_gate": today, "confident_gate": confident}
-    return out
+    """The confidence gate per source (``regime_confidence.run``): FreshQA out of fold, the
+    other sources out of source (the table built on all of FreshQA dev, as shipped)."""
+    return {
+        s: {
+            "scored": "grouped 5-fold out of fold"
+            if s in LICENSED
+            else "out of source (table built on all of FreshQA dev)",
+            "rules_gate": scores["today"],
+            "confident_gate": scores["confident"],
+        }
+        for s, scores in run(items, "gate").items()
+    }
 
 
 def model_oof(rows: Sequence[Row]) -> dict[str, Any]:
@@ -197,21 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(f"rules {s:<11} {line}", flush=True)
     gate = gate_oof(rules_items(rows))
-    for s, g in gate.items():
-        a, b = g["rules_gate"], g["confident_gate"]
-        print(
-            f"gate  {s:<11} faster than truth {a['gated_faster_than_truth']:.3f} -> "
-            f"{b['gated_faster_than_truth']:.3f}  uncertain {b['uncertain_share']:.3f}",
-            flush=True,
-        )
     results: dict[str, Any] = {
         "benchmark": "bench_regime",
         "held_back": {
             "seed": HELD_BACK_SEED,
             "share_of_patterns": HELD_BACK_SHARE,
-            "rows": {
-                s: sum(r.source == s and r.held_back for r in rows) for s in SOURCES
-            },
+            "rows": {s: sum(r.source == s and r.held_back for r in rows) for s in SOURCES},
             "note": "set aside before issue 54's second round of rule changes, not looked at "
             "while the rules changed, scored once at the end",
             "scored": bool(args.held_back),

@@ -27,7 +27,9 @@ gate); RealTimeQA fast (as asked that week); PAT slow. A source vouches for a ga
 labels can show an error there (it has questions slower than the gate): RealTimeQA never does,
 PAT only at the fast gate; a rule no source can vouch for is not trusted.
 
-Nothing is tuned: ``alpha`` is the issue's target itself (5%) and ``PRIOR`` is 2.
+Nothing is tuned: ``alpha`` is the issue's target itself (5%), ``PRIOR`` is 2, and a gate is
+trusted only on at least 1 / alpha (20) of the rule's own questions (``min_questions``): with
+fewer, one error is already more than alpha, so no error seen says little.
 
 **Licences (issue 54).** The table ships, so it is built from FreshQA dev alone
 (``LICENSED``: Apache-2.0); SituatedQA, RealTimeQA and PAT-Questions have no licence upstream
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -141,7 +144,7 @@ def build_table(items: Sequence[Item], alpha: float) -> dict[str, Any]:
             error[gate] = round(max(rates) if AGGREGATE == "max" else sum(rates) / len(rates), 4)
             n[gate] = sum(m for _, m in by_source.values())
         for gate in GATES[GATES.index(regime) :]:
-            if gate in error and error[gate] <= alpha:
+            if gate in error and error[gate] <= alpha and n[gate] >= min_questions(alpha):
                 gate_of = gate
                 break
         decisions[key] = {"gate": gate_of, "error": error, "n": n}
@@ -150,6 +153,13 @@ def build_table(items: Sequence[Item], alpha: float) -> dict[str, Any]:
         "alpha": alpha,
         "decisions": decisions,
     }
+
+
+def min_questions(alpha: float) -> int:
+    """The fewest questions of a rule that can vouch for its gate: 1 / alpha, rounded up (20
+    at 5%). Fewer cannot show an error rate within alpha (one error among them is already
+    more), whatever the prior says."""
+    return math.ceil(1.0 / alpha - 1e-9)
 
 
 def gated(table: RegimeConfidence, it: Item) -> Regime:
@@ -227,19 +237,18 @@ def run(items: Sequence[Item], name: str, alpha: float = TARGET) -> dict[str, An
     for held in SOURCES:
         test = [it for it in items if it.row.source == held]
         if held in LICENSED:
-            tables = {
+            by_fold = {
                 f: RegimeConfidence(
                     licensed_table([it for it in items if fold_of(it.row.group) != f], alpha)
                 )
                 for f in range(FOLDS)
             }
-
-            def gate(it: Item) -> Regime:
-                return gated(tables[fold_of(it.row.group)], it)
+            tables = {id(it): by_fold[fold_of(it.row.group)] for it in test}
         else:
+            tables = {id(it): shipped for it in test}
 
-            def gate(it: Item) -> Regime:
-                return gated(shipped, it)
+        def gate(it: Item, tables: dict[int, RegimeConfidence] = tables) -> Regime:
+            return gated(tables[id(it)], it)
 
         out[held] = {"today": evaluate(test, today), "confident": evaluate(test, gate)}
         t, c = out[held]["today"], out[held]["confident"]
