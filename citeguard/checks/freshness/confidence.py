@@ -103,8 +103,9 @@ def _with_confidence(fc: _FC, label: str) -> _FC:
     if plausible:
         slower = ", ".join(r.value for r in plausible[1:])
         cues.append(
-            f"uncertain: {label!r} questions are often slower on held-out data ({slower} "
-            f"plausible; {confidence:.0%} at least {fc.regime.value})"
+            f"uncertain: the development data cannot vouch for {label!r} questions' floor "
+            f"(too few, or too often slower: {slower} plausible; {confidence:.0%} at least "
+            f"{fc.regime.value})"
             if confidence is not None
             else f"uncertain: {slower} plausible"
         )
