@@ -145,6 +145,9 @@ REGIME_CASES = [
     ("who is playing at the halftime show", Regime.FAST),  # a fixture, present progressive
     ("where is the climate summit being held", Regime.FAST),
     ("who won the league title last season", Regime.FAST),  # a relative anchor
+    ("the ferry line resumed service on tuesday. which port does it sail from?", Regime.FAST),
+    ("the city council is considering a ban on what kind of scooter?", Regime.FAST),
+    ("which carmaker has recalled its new hatchback over brake faults?", Regime.FAST),
 ]
 
 

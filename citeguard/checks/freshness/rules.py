@@ -217,7 +217,26 @@ _FAST: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "recent period",
         re.compile(
-            r"\b(?:last|this\s+past)\s+(?:year|season|week|weekend|night|month)\b|\byesterday\b",
+            r"\b(?:last|this\s+past)\s+(?:year|season|week|weekend|night|month)\b|\byesterday\b"
+            # a weekday names a day of this week: "launched its mission on Wednesday"
+            r"|\b(?:on|last|this|since)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|"
+            r"sunday)\b",
+            _F,
+        ),
+    ),
+    (
+        "news in progress",
+        re.compile(
+            r"\b(?:is|are)\s+(?:(?:now|reportedly|currently|still)\s+)?(?:being\s+\w+|"
+            r"considering|planning|demanding|seeking|spreading|facing|expected\s+to|set\s+to|"
+            r"preparing|threatening|calling\s+for|pushing|suing|investigating|debating|weighing|"
+            r"proposing|offering|recalling|banning|testing|urging|scrambling|warning|bracing)\b"
+            r"|\bnewly\b|\breportedly\b"
+            # news told in the present perfect: "X has rebranded Twitter as what?"
+            r"|\b(?:has|have)\s+(?:been\s+)?(?:announced|rebranded|recalled|shelved|banned|"
+            r"unveiled|approved|filed|sued|resigned|confirmed|agreed|pledged|revealed|ordered|"
+            r"called\s+for|decided|declared|named|appointed|arrested|charged|indicted|found|"
+            r"kicked|blocked|suspended|cancell?ed|reopened|vowed|warned)\b",
             _F,
         ),
     ),
@@ -384,9 +403,10 @@ def classify_freshness(question: str, *, now: datetime | None = None) -> Freshne
        X" → slow: office holders change over years;
     5. "the latest/most recent <category> to win ..." → slow (a qualified record);
     6. latest, most recent, upcoming, next, a fixture in the present progressive ("who is
-       playing at ..."), this week/month/year, last year/season/week, so far, yet, still,
-       recent, current, live counts (followers, population, current age) → fast; "current"
-       or "now" on a rule in force is slow;
+       playing at ..."), this week/month/year, last year/season/week, a weekday ("on
+       Monday"), news in progress or told in the present perfect ("is considering", "has
+       rebranded"), so far, yet, still, recent, current, live counts (followers, population,
+       current age) → fast; "current" or "now" on a rule in force is slow;
     7. the current year → fast; last year → slow;
     8. a superlative over nature ("the longest river", "the largest lake by volume") →
        insensitive;
