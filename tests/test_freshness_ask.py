@@ -2,9 +2,9 @@
 uncertain faster regime asks the agent once for fresher sources.
 
 Scripted agents answer against the loopback farm: pages carry a published date in their meta
-tags; "today" is fixed. "the latest version of X" is an uncertain fast question (the development
-data cannot vouch for its floor); "the world record for X" is an uncertain slow one (too few licensed
-questions vouch for its floor), so a strict policy is what still rejects it.
+tags; "today" is fixed. "the latest version of X" is an uncertain fast question (the
+development data cannot vouch for its floor); "the world record for X" is an uncertain slow one
+(too few licensed questions vouch for its floor), so a strict policy is what still rejects it.
 """
 
 from __future__ import annotations
