@@ -26,6 +26,7 @@ from citeguard.checks.freshness import (
     MODEL_RAISE_LABEL,
     REGIME_CONFIDENCE_PATH,
     RegimeConfidence,
+    RegimeModelError,
     check_freshness,
     classify_freshness,
     is_weak_date_source,
@@ -135,6 +136,25 @@ def test_a_regime_the_table_has_no_row_for_is_uncertain() -> None:
         }
     )
     assert trusted.assess(Regime.SLOW, "record") == ([], 0.99)
+
+
+def test_without_a_readable_table_a_regime_with_a_floor_is_uncertain(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # a broken install: nothing vouches for a floor, so the guess leans toward asking
+    broken = tmp_path / "regime_confidence.json"
+    broken.write_text("not json", encoding="utf-8")
+    with pytest.raises(RegimeModelError):
+        RegimeConfidence.load(broken)
+    load = RegimeConfidence.load
+    monkeypatch.setattr(RegimeConfidence, "load", staticmethod(lambda: load(broken)))
+    fc = classify_freshness(FAST_LOOKING, now=NOW)
+    assert fc.regime is Regime.FAST and not fc.confident
+    assert fc.plausible == [Regime.FAST, Regime.SLOW, Regime.INSENSITIVE]
+    assert fc.gate_regime is Regime.INSENSITIVE and fc.confidence is None
+    assert any("table is unavailable" in c for c in fc.cues)
+    never = classify_freshness("Who painted the Mona Lisa?", now=NOW)
+    assert never.regime is Regime.INSENSITIVE and never.confident
 
 
 # ------------------------------------------------------------------ through Guard.check
