@@ -16,6 +16,7 @@ from benchmarks.page_set import PASSAGES, PageSet, passage_pages
 
 N_PAGES = 60  # a 50-citation answer cites 50 distinct pages
 MIN_BYTES, MAX_BYTES = 50_000, 150_000
+_ADDRESS = re.compile(r"https?://|www\.|\.(?:com|org|net|de)\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-ZÄÖÜÀ-Ý0-9])")
 
 
@@ -102,13 +103,24 @@ def report_pages(seed: int, n_quotes: int = 12) -> PageSet:
     files = host_files(None)
     if not files:
         return long_pages(seed, N_PAGES, n_quotes=n_quotes)
+    from citeguard.web.page import extract_page
+
     names: list[str] = []
     quotes: list[tuple[str, ...]] = []
     for file in files:
         h = host_page(file)
         if h is None:
             continue
-        found = _quotes(list(h.paragraphs), random.Random(f"{seed}|report|{file}"), n_quotes)
+        # what a browser shows of the page as served (text/html): a sentence of the page read
+        # without its content type (a script's line among them) is not on it
+        shown = extract_page(
+            (PASSAGES / file).read_bytes(),
+            url=f"http://pages.test/{file}",
+            content_type="text/html",
+        ).text
+        # and a sentence naming a web address would be a citation of its own
+        plain = [p for p in h.paragraphs if p in shown and not _ADDRESS.search(p)]
+        found = _quotes(plain, random.Random(f"{seed}|report|{file}"), n_quotes)
         if found:
             names.append(file)
             quotes.append(found)

@@ -88,6 +88,16 @@ def test_guard_long_pages(suite: dict[str, Any]) -> None:
         assert sum(row["statuses"].values()) >= row["citations"]
 
 
+def test_report_scale(suite: dict[str, Any]) -> None:
+    r = suite["scenarios"]["report_scale"]
+    for row in r["rows"].values():
+        assert _positive(row["ratio_to_slowest_median"]) and _positive(row["fetch_floor_ms_median"])
+        for run in row["runs"]:
+            # every source has a citation with a status; the 404s planned are found
+            assert sum(run["statuses"].values()) >= run["sources"]
+            assert run["guard_ms"] >= run["slowest_alone_ms"] * 0.5
+
+
 def test_longpage_support(suite: dict[str, Any]) -> None:
     lp = suite["scenarios"]["longpage"]
     if not (DATA / "claims" / "wice_train.jsonl").is_file():

@@ -20,6 +20,7 @@ from __future__ import annotations
 from benchmarks.bench_guard_long import guard_long
 from benchmarks.bench_longpage import longpage_scenario
 from benchmarks.bench_longpage_bands import whole_page_bands_scenario
+from benchmarks.bench_report_scale import report_scale
 from benchmarks.context import NOW, QUESTION, Config, Context
 from benchmarks.scenarios.common import Scenario
 from benchmarks.scenarios.delegated import (
@@ -67,5 +68,6 @@ SCENARIOS: dict[str, Scenario] = {
     "soft404_load": soft404_load,
     "longpage": longpage_scenario,
     "guard_long": guard_long,
+    "report_scale": report_scale,
     "whole_page_bands": whole_page_bands_scenario,
 }

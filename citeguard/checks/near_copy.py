@@ -218,6 +218,8 @@ def _near_copy_of(piece: str, page: PreparedText) -> PassageMatch | None:
     q_spans = [(m.start(), m.group()) for m in ALIGN_TOKEN_RE.finditer(qn)]
     if len(q_spans) < MIN_TOKENS or qn in page.norm or not _may_be_copied(piece, page):
         return None  # too short to tell, on the page as written, or nowhere near any sentence
+    if _copied_within(qn, q_spans, page.norm):
+        return None  # on the page as written behind a preface or before an attribution
     q = [t for _, t in q_spans]
     qc = cased_tokens(normalise_cased(piece).strip(_EDGE_STRIP))
     if len(qc) != len(q):
@@ -249,6 +251,55 @@ def _near_copy_of(piece: str, page: PreparedText) -> PassageMatch | None:
         if best is None or rank > best[0]:
             best = (rank, _match(page, start, end, diff, altered=bool(hard.kinds)))
     return None if best is None else best[1]
+
+
+#: Tokens at either end of a claim that may be its own (a preface, "In short:", an
+#: attribution, "the agency said") around a stretch of the page copied as written.
+_EDGE_TOKENS = 3
+
+
+def _copied_within(qn: str, q_spans: list[tuple[int, str]], norm: str) -> bool:
+    """Whether the claim is a whole sentence of the page (or a run of them) as written, with at
+    most :data:`_EDGE_TOKENS` words of its own before or after it: such a copy changes
+    nothing, however an alignment would pair its words (the claim's "Nie" with the previous
+    sentence's "noch nie" made a faithful copy read as a negation dropped). The words left out
+    are additions only where the page's sentence begins (or ends) there: "in Berlin statt"
+    against "in Bremen statt" leaves the page's sentence going on, so it is no preface."""
+    n = len(q_spans)
+    ends = [start + len(tok) for start, tok in q_spans]
+    # only words may be the claim's own: a number or a negation left out could be the edit
+    own = [not any(c.isdigit() for c in tok) and not is_negation(tok) for _, tok in q_spans]
+    lead = next((k for k in range(n) if not own[k]), n)
+    trail = next((k for k in range(n) if not own[n - 1 - k]), n)
+    for a in range(min(_EDGE_TOKENS, n, lead) + 1):
+        for b in range(min(_EDGE_TOKENS, n - a, trail) + 1):
+            if (a == 0 and b == 0) or n - a - b < max(MIN_TOKENS, MIN_COPIED * n):
+                continue
+            sub = qn[q_spans[a][0] : ends[n - 1 - b]]
+            at = norm.find(sub)
+            for _ in range(_MAX_OCCURRENCES):
+                if at < 0:
+                    break
+                if (not a or _sentence_starts(norm, at)) and (
+                    not b or _sentence_ends(norm, at + len(sub))
+                ):
+                    return True
+                at = norm.find(sub, at + 1)
+    return False
+
+
+_MAX_OCCURRENCES = 8
+_SENTENCE_END_CHARS = ".!?。！？:;\n"
+
+
+def _sentence_starts(norm: str, at: int) -> bool:
+    before = norm[max(0, at - 3) : at].rstrip(" \t\"'“”„«»")
+    return not before or before[-1] in _SENTENCE_END_CHARS
+
+
+def _sentence_ends(norm: str, at: int) -> bool:
+    after = norm[at : at + 3].lstrip(" \t\"'“”„«»")
+    return not after or after[0] in _SENTENCE_END_CHARS
 
 
 def _match(page: PreparedText, start: int, end: int, diff: Diff, *, altered: bool) -> PassageMatch:

@@ -108,6 +108,20 @@ def test_a_content_word_replaced_is_not_shown_supported_nor_rejected() -> None:
     assert "additional → separate" in found.differing_tokens
 
 
+def test_a_sentence_copied_whole_behind_a_preface_is_no_edit_whatever_precedes_it() -> None:
+    # the report's lead-in before a sentence copied as written; the page's previous sentence
+    # ends in "noch nie": aligned to it, the claim's "Nie" read as a negation dropped
+    page = (
+        'Allein bei Airbus lägen über 8.000 Bestellungen vor, "so viel wie noch nie".\n'
+        "Nie mehr die wichtigsten News aus Österreichs Industrie verpassen?"
+    )
+    claim = "In short: Nie mehr die wichtigsten News aus Österreichs Industrie verpassen."
+    assert _near(claim, page) is None
+    # an edit at the copy's edge is no preface: the page's sentence goes on past it
+    found = _near("Die Messe findet am 14. September in Bremen statt.", DE)
+    assert found is not None and found.altered
+
+
 def test_a_sentence_the_page_does_not_hold_is_no_copy() -> None:
     assert _near("Gustave Eiffel built the tower in 1889 for the World's Fair.", DE + EN) is None
     assert _near("Short claim.", EN) is None  # too few words to tell from a common phrase
