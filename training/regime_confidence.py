@@ -1,6 +1,6 @@
 """Choose how far each freshness rule's regime is trusted, and measure the gate it makes.
 
-    python benchmarks/regime_confidence.py [--no-write] [--model]
+    python -m training regime-confidence [--no-write] [--model]
 
 A freshness hard reject applies the floor of the regime the gate believes (real-time 2 days,
 fast 30, slow 365, insensitive none). When the question is truly slower than that regime, an
@@ -30,7 +30,7 @@ PAT only at the fast gate; a rule no source can vouch for is not trusted.
 Nothing is tuned: ``alpha`` is the issue's target itself (5%), the error is the **worst** of
 the training sources (every source must vouch for a rule; the mean is reported beside it)
 and ``PRIOR`` is 2. Each source is scored **held out**: with a table built on the other three.
-The shipped table is built on all four. Results: benchmarks/results/regime_confidence.json.
+The shipped table is built on all four. Results: training/results/regime_confidence.json.
 
 ``--model`` adds the learned model's rows: each held-out source scored with a model fitted on
 the other three (train_regime.py's fit and configuration), and the ``model raise`` row of its
@@ -50,9 +50,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from train_regime import DATA, SOURCES, Row, load_rows  # noqa: E402
 
 from citeguard.checks.freshness import (  # noqa: E402
     MODEL_RAISE_LABEL,
@@ -62,8 +59,9 @@ from citeguard.checks.freshness import (  # noqa: E402
     merged_regime,
     regime_features,
 )
+from training.train_regime import DATA, SOURCES, Row, load_rows  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "training" / "results"
 TARGET = 0.05  # issue 32: hard rejects on a truly slower question, per source
 PRIOR = 2.0  # pseudo-questions at the regime's pooled rate, per source cell
 ORDER = ("insensitive", "slow", "fast")
@@ -290,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if key in extra:
             shipped["decisions"][key] = extra[key]
     shipped["trained"] = {
-        "script": "benchmarks/regime_confidence.py",
+        "script": "training/regime_confidence.py",
         "data": "shared/data/freshness: FreshQA dev, SituatedQA temporal, RealTimeQA, PAT",
         "aggregate": AGGREGATE,
         "prior_pseudo_questions": PRIOR,
