@@ -12,11 +12,11 @@ logits become a 24th feature of the trees, whose Platt scaling and threshold com
 tune rows' out-of-fold predictions as for the shipped model. AttributionBench's held-out half is
 scored once, at the end, for the trees without and with the feature, in the same run.
 
-Result (``research/results/support_da.json``, 12 epochs, 128 hidden, 2 units): held-out macro-F1 0.724
-for the trees, 0.733 with the attention logit as a feature, 0.676 for the attention model
-alone (supported precision 0.714 / 0.729 / 0.669; ExpertQA 0.671 / 0.676 / 0.589). +0.01 is
-too little for a second embedded unit per claim (~1.5x the encoder work), so ``LocalEntailer``
-does not use it.
+Result (``research/results/support_da.json``, 12 epochs, 128 hidden, 2 units): held-out
+macro-F1 0.724 for the trees, 0.733 with the attention logit as a feature, 0.676 for the
+attention model alone (supported precision 0.714 / 0.729 / 0.669; ExpertQA 0.671 / 0.676 /
+0.589). +0.01 is too little for a second embedded unit per claim (~1.5x the encoder work), so
+``LocalEntailer`` does not use it.
 Needs torch and ``../shared/data/claims``; embeddings are cached under ``/tmp/support_da``.
 """
 

@@ -181,8 +181,9 @@ async def test_harness_runs_rows_through_the_guard() -> None:
 
 
 def test_whole_page_bands_keep_the_rules_on_each_kind_of_evidence() -> None:
-    """``training.whole_page_bands.choose_per_kind``: one pair of bands whose cuts hold the confident
-    gate's rules on every pool; a pool whose low scores are mixed pulls the reject cut down."""
+    """``training.whole_page_bands.choose_per_kind``: one pair of bands whose cuts hold the
+    confident gate's rules on every pool; a pool whose low scores are mixed pulls the reject
+    cut down."""
     import numpy as np
 
     from training.whole_page_bands import choose_per_kind

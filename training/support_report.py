@@ -1,6 +1,6 @@
-"""Scoring the shipped claim-support model (``python -m training support --evaluate`` and the report's
-``compare`` and ``speed``): held-out comparison with the other backends, reliability plot,
-throughput."""
+"""Scoring the shipped claim-support model (``python -m training support --evaluate`` and the
+report's ``compare`` and ``speed``): held-out comparison with the other backends, reliability
+plot, throughput."""
 
 from __future__ import annotations
 
