@@ -191,7 +191,7 @@ def model_items(rows: Sequence[Row], held: str) -> list[Item]:
     """Items decided by the learned model: rows of ``held`` by a model fitted on the other
     sources; rows of a training source s by a model fitted on the sources other than ``held``
     and s (out of source), or by the rules where that fit has no "never" label."""
-    from train_regime import Runs, as_model, featurise, pick
+    from training.train_regime import Runs, as_model, featurise, pick
 
     x, decisions = featurise(rows)
     runs = Runs(rows, x, decisions)
