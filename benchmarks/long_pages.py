@@ -12,7 +12,7 @@ from dataclasses import replace
 from functools import cache
 
 from benchmarks.longdata import PageSpec, host_files, host_page
-from benchmarks.page_set import PageSet, passage_pages
+from benchmarks.page_set import PASSAGES, PageSet, passage_pages
 
 N_PAGES = 60  # a 50-citation answer cites 50 distinct pages
 MIN_BYTES, MAX_BYTES = 50_000, 150_000
@@ -31,9 +31,17 @@ def _quotes(paragraphs: list[str], rng: random.Random, k: int = 3) -> tuple[str,
 
 
 @cache
-def long_pages(seed: int, n_pages: int = N_PAGES) -> PageSet:
-    """``n_pages`` pages of 50-150 kB (see the module doc), with quotes on each. The shared
-    pages are extracted as a long page needs them (by file name, in turn)."""
+def long_pages(
+    seed: int,
+    n_pages: int = N_PAGES,
+    *,
+    min_bytes: int = MIN_BYTES,
+    max_bytes: int = MAX_BYTES,
+    n_quotes: int = 3,
+) -> PageSet:
+    """``n_pages`` pages of ``min_bytes``-``max_bytes`` (50-150 kB: see the module doc), with
+    ``n_quotes`` quotes on each. The shared pages are extracted as a long page needs them (by
+    file name, in turn)."""
     files = host_files(None)
     names: list[str] = []
     quotes: list[tuple[str, ...]] = []
@@ -44,9 +52,9 @@ def long_pages(seed: int, n_pages: int = N_PAGES) -> PageSet:
             rng = random.Random(f"{seed}|long|{i}")
             body = gen.body(i % len(gen), seed)
             unit = body.split(b"<article>", 1)[1].split(b"</article>", 1)[0]
-            target = rng.randint(MIN_BYTES, MAX_BYTES)
+            target = rng.randint(min_bytes, max_bytes)
             copies = target // max(1, len(unit)) + 1
-            while copies > 1 and len(body) + (copies - 1) * len(unit) > MAX_BYTES:
+            while copies > 1 and len(body) + (copies - 1) * len(unit) > max_bytes:
                 copies -= 1
             bodies.append(body.replace(unit, unit * copies, 1))
             names.append(f"generated-long-{i}")
@@ -54,7 +62,7 @@ def long_pages(seed: int, n_pages: int = N_PAGES) -> PageSet:
         return PageSet(tuple(names), tuple(quotes), generated=True, bodies=tuple(bodies))
     for i in range(n_pages):
         rng = random.Random(f"{seed}|long|{i}")
-        target = rng.randint(MIN_BYTES, MAX_BYTES)
+        target = rng.randint(min_bytes, max_bytes)
         blocks: list[tuple[str, str]] = []
         paragraphs: list[str] = []
         first = None
@@ -75,11 +83,34 @@ def long_pages(seed: int, n_pages: int = N_PAGES) -> PageSet:
         blocks.insert(0, ("h1", first.title))
         page = PageSpec(first.title, tuple(blocks))
         body = page.html()
-        while len(body) > MAX_BYTES and len(blocks) > 3:  # the last section made it too long
+        while len(body) > max_bytes and len(blocks) > 3:  # the last section made it too long
             blocks.pop()
             body = replace(page, blocks=tuple(blocks)).html()
         kept = {t for tag, t in blocks if tag == "p"}
         names.append(f"long-{i}-{first.file}")
-        quotes.append(_quotes([p for p in paragraphs if p in kept], rng))
+        quotes.append(_quotes([p for p in paragraphs if p in kept], rng, n_quotes))
         bodies.append(body)
     return PageSet(tuple(names), tuple(quotes), generated=False, bodies=tuple(bodies))
+
+
+@cache
+def report_pages(seed: int, n_quotes: int = 12) -> PageSet:
+    """The real pages of ``../shared/data/passages`` as they are (5-320 kB of HTML, with their
+    markup, scripts and boilerplate: a research report's sources), each with up to ``n_quotes``
+    sentences of its main text as citeguard extracts it; pages with under 1,500 characters of
+    main text are left out. Without the data folder: the generated long pages."""
+    files = host_files(None)
+    if not files:
+        return long_pages(seed, N_PAGES, n_quotes=n_quotes)
+    names: list[str] = []
+    quotes: list[tuple[str, ...]] = []
+    for file in files:
+        h = host_page(file)
+        if h is None:
+            continue
+        found = _quotes(list(h.paragraphs), random.Random(f"{seed}|report|{file}"), n_quotes)
+        if found:
+            names.append(file)
+            quotes.append(found)
+    bodies = tuple((PASSAGES / n).read_bytes() for n in names)
+    return PageSet(tuple(names), tuple(quotes), generated=False, bodies=bodies)

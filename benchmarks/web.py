@@ -47,14 +47,14 @@ from pathlib import Path
 from typing import Literal
 
 from benchmarks.bench_fetch import _FarmProtocol, host_ip
-from benchmarks.long_pages import N_PAGES, long_pages
+from benchmarks.long_pages import N_PAGES, long_pages, report_pages
 from benchmarks.page_set import DATA as DATA  # re-exported: the scenarios read it here
 from benchmarks.page_set import PageSet, passage_pages
 from citeguard.web.fetch import StaticResolver
 
 ROOT = Path(__file__).resolve().parents[1]
 
-HostKind = Literal["fixed", "lognormal", "timeout"]
+HostKind = Literal["fixed", "lognormal", "uniform", "timeout"]
 UrlKind = Literal["ok", "redirect", "missing"]
 
 NEVER_S = 3600.0  # the timeout host "answers" after an hour: the client gives up long before
@@ -67,7 +67,8 @@ class HostProfile:
 
     ``fixed``: every request waits ``median_ms``. ``lognormal``: ``median_ms · exp(σ·N(0,1))``,
     and with probability ``tail_p`` that is multiplied by ``tail_factor`` (the slow tail).
-    ``timeout``: accepts the connection and never answers.
+    ``uniform``: anywhere in ``[low_ms, high_ms]``, evenly. ``timeout``: accepts the
+    connection and never answers.
     """
 
     index: int
@@ -76,6 +77,8 @@ class HostProfile:
     sigma: float = 0.0
     tail_p: float = 0.0
     tail_factor: float = 1.0
+    low_ms: float = 0.0
+    high_ms: float = 0.0
 
     @property
     def name(self) -> str:
@@ -109,6 +112,12 @@ def _default_hosts() -> tuple[HostProfile, ...]:
 
 DEFAULT_HOSTS = _default_hosts()
 
+#: The report-scale web (:mod:`benchmarks.bench_report_scale`): 12 hosts, every URL delayed
+#: 50-400 ms (a research report's sources: news sites, papers, encyclopedias, vendors' pages).
+REPORT_HOSTS = tuple(HostProfile(i, "uniform", low_ms=50.0, high_ms=400.0) for i in range(12))
+
+HOST_SETS: dict[str, tuple[HostProfile, ...]] = {"default": DEFAULT_HOSTS, "report": REPORT_HOSTS}
+
 
 def delay_ms(seed: int, host: HostProfile, path: str) -> float | None:
     """The delay before ``host`` answers a request for ``path`` (``None``: it never answers).
@@ -120,6 +129,8 @@ def delay_ms(seed: int, host: HostProfile, path: str) -> float | None:
     if host.kind == "fixed":
         return host.median_ms
     rng = random.Random(f"{seed}|{host.index}|{path}")
+    if host.kind == "uniform":
+        return rng.uniform(host.low_ms, host.high_ms)
     ms = host.median_ms * math.exp(host.sigma * rng.gauss(0.0, 1.0))
     if rng.random() < host.tail_p:
         ms *= host.tail_factor
@@ -134,7 +145,11 @@ def delay_ms(seed: int, host: HostProfile, path: str) -> float | None:
 def load_pages(seed: int, kind: str = "passages") -> PageSet:
     """Pages of ``shared/data/passages`` with at least one usable exact quote, else generated
     (:func:`benchmarks.page_set.passage_pages`). ``kind="long"`` (or ``"long:N"``, N of them):
-    pages of 50-150 kB built from them (:func:`benchmarks.long_pages.long_pages`)."""
+    pages of 50-150 kB built from them (:func:`benchmarks.long_pages.long_pages`);
+    ``"report"``: the real pages as they are, 12 quotes each
+    (:func:`benchmarks.long_pages.report_pages`)."""
+    if kind == "report":
+        return report_pages(seed)
     if kind == "long" or kind.startswith("long:"):
         return long_pages(seed, int(kind[5:]) if kind != "long" else N_PAGES)
     return passage_pages(seed)
@@ -199,9 +214,9 @@ class _WebProtocol(_FarmProtocol):
         return response, NEVER_S if ms is None else ms / 1000.0
 
 
-def serve(seed: int, n_hosts: int, kind: str = "passages") -> None:
+def serve(seed: int, n_hosts: int, kind: str = "passages", host_set: str = "default") -> None:
     """Child process: bind every host, print the port, serve until stdin closes."""
-    hosts = DEFAULT_HOSTS[:n_hosts]
+    hosts = HOST_SETS[host_set][:n_hosts]
     pages = load_pages(seed, kind)
     bodies = [pages.body(i, seed) for i in range(len(pages))]
     by_ip = {h.ip: h for h in hosts}
@@ -267,15 +282,23 @@ class LoopbackWeb:
 
     ``n_hosts`` takes the first hosts of :data:`DEFAULT_HOSTS` (the last one, the timeout host,
     only when all are taken). ``pages``: the page set (:func:`load_pages`' ``kind``).
+    ``host_set``: a key of :data:`HOST_SETS` (``n_hosts`` defaults to all of its hosts).
     """
 
     def __init__(
-        self, seed: int = 0, *, n_hosts: int = len(DEFAULT_HOSTS), pages: str = "passages"
+        self,
+        seed: int = 0,
+        *,
+        n_hosts: int | None = None,
+        pages: str = "passages",
+        host_set: str = "default",
     ) -> None:
         if sys.platform != "linux":
             raise RuntimeError("the loopback web needs Linux (127.0.0.2+ as loopback hosts)")
         self.seed = seed
-        self.hosts = DEFAULT_HOSTS[:n_hosts]
+        if n_hosts is None:
+            n_hosts = len(HOST_SETS[host_set])
+        self.hosts = HOST_SETS[host_set][:n_hosts]
         self.pages = load_pages(seed, pages)
         self.proc = subprocess.Popen(
             [
@@ -287,6 +310,8 @@ class LoopbackWeb:
                 str(n_hosts),
                 "--pages",
                 pages,
+                "--hosts",
+                host_set,
             ],
             cwd=ROOT,
             stdin=subprocess.PIPE,
@@ -423,9 +448,10 @@ def build_answer(web: LoopbackWeb, urls: Sequence[PlannedUrl], *, quoted: bool =
 def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="serve the loopback web (used by the suite)")
     parser.add_argument("--serve", nargs=2, type=int, metavar=("SEED", "HOSTS"), required=True)
-    parser.add_argument("--pages", default="passages", help="passages, long or long:N")
+    parser.add_argument("--pages", default="passages", help="passages, long, long:N or report")
+    parser.add_argument("--hosts", default="default", choices=sorted(HOST_SETS))
     args = parser.parse_args(argv)
-    serve(args.serve[0], args.serve[1], args.pages)
+    serve(args.serve[0], args.serve[1], args.pages, args.hosts)
     return 0
 
 

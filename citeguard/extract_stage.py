@@ -29,6 +29,7 @@ from citeguard.policy import FetchPolicy
 from citeguard.snapshot import FetcherLike, SnapshotMode, SnapshotStore, snapshot_page
 from citeguard.web.fetch import fewer_than
 from citeguard.web.page import EXTRACTION_VERSION, extract_page
+from citeguard.web.page.dates import warm_up as warm_dates
 
 _T = TypeVar("_T")
 
@@ -148,11 +149,16 @@ class ExtractStage:
             await asyncio.to_thread(worker.shutdown, True)
 
     async def warm_up(self) -> None:
-        """Start the extraction child now and wait until it is ready (a service's start-up),
-        unless this stage extracts in a given executor or in its thread."""
+        """Start the extraction children now and wait until every one is ready, warmed (a
+        service's start-up); extracting in its own thread, that thread loads what the date
+        search loads on first use (:func:`~citeguard.web.page.dates.warm_up`)."""
         worker = self._start_worker()
+        loop = asyncio.get_running_loop()
         if worker is not None:
-            await asyncio.get_running_loop().run_in_executor(None, worker.wait_ready, 120.0)
+            ready = functools.partial(worker.wait_ready, 120.0, every_lane=True)
+            await loop.run_in_executor(None, ready)
+        elif self._given_executor is None:
+            await loop.run_in_executor(self._executor(), warm_dates)
 
     def _start_worker(self) -> ProcessExtractor | None:
         if self._given_executor is not None or self._where() == "thread":

@@ -88,6 +88,8 @@ class ProcessExtractor(Executor):
         self._shutdown = False
         self._ready = threading.Event()
         self._tried = threading.Event()  # a start was attempted (ready, or failed)
+        self._lanes_tried = 0  # lanes whose first child's start was attempted
+        self._every_lane_tried = threading.Event()
         self._threads: list[threading.Thread] = []
         self._live = 0  # children started and not yet replaced or stopped
         self._restarts = 0
@@ -111,11 +113,17 @@ class ProcessExtractor(Executor):
         """Children replaced after a timeout or a crash."""
         return self._restarts
 
-    def wait_ready(self, timeout: float | None = None) -> bool:
-        """Start the child if needed and block until it is ready (``True``) or its start
-        failed or ``timeout`` passed (``False``)."""
+    @property
+    def live(self) -> int:
+        """Children up now (ready for jobs)."""
+        return self._live
+
+    def wait_ready(self, timeout: float | None = None, *, every_lane: bool = False) -> bool:
+        """Start the children if needed and block until one is ready (``True``) or its start
+        failed or ``timeout`` passed (``False``); ``every_lane``: until every lane's first
+        child has started (or failed to), so that no page waits for a child still warming."""
         self.start()
-        self._tried.wait(timeout)
+        (self._every_lane_tried if every_lane else self._tried).wait(timeout)
         return self.ready
 
     def start(self) -> None:
@@ -166,6 +174,10 @@ class ProcessExtractor(Executor):
         proc: subprocess.Popen[bytes] | None = None
         with contextlib.suppress(ExtractionFailed):
             proc = self._spawn()  # before the first job needs it
+        with self._lock:
+            self._lanes_tried += 1
+            if self._lanes_tried >= self._workers:
+                self._every_lane_tried.set()
         while True:
             with self._lock:
                 while not self._jobs and not self._shutdown:
@@ -371,8 +383,12 @@ def _child(nice: int, memory_limit_mb: int) -> None:
     import citeguard.checks.validity
     import citeguard.web.page  # noqa: F401
     from citeguard.lang import warm_up
+    from citeguard.web.page.dates import warm_up as warm_dates
 
     warm_up(identify=False)  # the word dictionary a page's sentence index reads
+    # dateparser's locales, which htmldate loads on the first date string no locale reads
+    # (1.3-2.5 s of CPU): paid here, before this child (or its replacement) says it is ready
+    warm_dates()
 
     def send(obj: object) -> None:
         data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)

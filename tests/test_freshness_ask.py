@@ -2,8 +2,9 @@
 uncertain faster regime asks the agent once for fresher sources.
 
 Scripted agents answer against the loopback farm: pages carry a published date in their meta
-tags; "today" is fixed. "the latest version of X" is an uncertain fast question (held out, such
-questions are often slower); "the world record for X" is a confident slow one.
+tags; "today" is fixed. "the latest version of X" is an uncertain fast question (the
+development data cannot vouch for its floor); "the world record for X" is an uncertain slow one
+(too few licensed questions vouch for its floor), so a strict policy is what still rejects it.
 """
 
 from __future__ import annotations
@@ -157,21 +158,18 @@ async def test_an_answer_function_that_takes_no_feedback_is_not_asked(farm: Farm
 
 
 async def test_a_guess_the_data_vouches_for_too_little_is_not_asked(farm: Farm) -> None:
-    # "current": the worst development source puts 57% of the rule's questions slower than
-    # fast (confidence 0.43): asked by default, not under ask_min_confidence 0.5. (PAT's "the
-    # current chair of X", all slow, once made it 0; the rules now read those as a role's
-    # holder, slow, so "current" left alone is worth one attempt)
+    # "current": asked by default; not when ask_min_confidence is at the guess's confidence
     old, new = _frob(farm)
     question = "What is the current version of Frobnicator?"
     claim = "The current version of Frobnicator is 5.2"
-    agent = Agent(_answer(claim, old), _answer(claim, new))
-    result = await _run(farm, agent, question, freshness={"ask_min_confidence": 0.5})
-    confidence = result.verdict.axes["freshness"].details["regime_confidence"]
-    assert 0.0 < confidence < 0.5
-    assert len(agent.excluded) == 1 and result.passed
     asked = Agent(_answer(claim, old), _answer(claim, new))
     result = await _run(farm, asked, question)
     assert len(asked.excluded) == 2 and [c.url for c in result.verdict.citations] == [new]
+    confidence = result.verdict.axes["freshness"].details["regime_confidence"]
+    assert 0.0 < confidence < 1.0
+    agent = Agent(_answer(claim, old), _answer(claim, new))
+    result = await _run(farm, agent, question, freshness={"ask_min_confidence": confidence})
+    assert len(agent.excluded) == 1 and result.passed
 
 
 async def test_the_freshness_attempt_counts_against_max_attempts(farm: Farm) -> None:
@@ -188,10 +186,25 @@ async def test_a_fresh_source_is_not_asked_about(farm: Farm) -> None:
     assert len(agent.excluded) == 1 and result.passed
 
 
-async def test_a_confident_regime_still_rejects(farm: Farm) -> None:
+async def test_an_uncertain_slow_regime_asks_instead_of_rejecting(farm: Farm) -> None:
+    # "the world record": slow, but too few licensed questions vouch for its floor (issue 54):
+    # a source four years old is asked about once, never a hard reject
     old = farm.add("records.example.com", "/m", body=_page("Marathon", MARATHON, "2022-03-03"))
     agent = Agent(_answer("The men's marathon world record is 2:00:35", old))
     result = await _run(farm, agent, RECORD, max_attempts=2)
+    assert result.passed and len(agent.excluded) == 2
+    feedback = agent.feedback[1]
+    assert feedback is not None and "slow-changing" in feedback.message
+    assert "rejected" not in feedback.message
+    assert _codes(result)["freshness.fresher_asked"] is Severity.WARNING
+    assert _codes(result)["freshness.regime_uncertain"] is Severity.WARNING
+
+
+async def test_a_strict_regime_still_rejects(farm: Farm) -> None:
+    old = farm.add("records.example.com", "/m", body=_page("Marathon", MARATHON, "2022-03-03"))
+    agent = Agent(_answer("The men's marathon world record is 2:00:35", old))
+    strict = {"uncertain_regime": "strict"}
+    result = await _run(farm, agent, RECORD, max_attempts=2, freshness=strict)
     assert not result.passed
     feedback = agent.feedback[1]  # a reject, not an ask
     assert feedback is not None and "rejected" in feedback.message

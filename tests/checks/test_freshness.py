@@ -123,6 +123,31 @@ REGIME_CASES = [
     ("What is the score of the Lakers game?", Regime.REAL_TIME),
     ("What month is it?", Regime.REAL_TIME),
     ("What is Apple's stock price today?", Regime.REAL_TIME),
+    # issue 54: entity types, predicates and time anchors the first rules missed
+    ("who's the governor of vermont", Regime.SLOW),  # a role, no "current"
+    ("name of the mayor of lyon", Regime.SLOW),
+    ("chief justice of the ontario court of appeal", Regime.SLOW),
+    ("who is the starting quarterback for the denver broncos", Regime.SLOW),
+    ("who was the 12th president of peru", Regime.INSENSITIVE),  # a numbered holder
+    ("who won season 6 of the great pottery throw down", Regime.INSENSITIVE),
+    ("when does episode 40 of the show air", Regime.INSENSITIVE),
+    ("how many episodes of season 3 have aired", Regime.SLOW),  # counted so far
+    ("what is the longest river in portugal", Regime.INSENSITIVE),  # nature
+    ("what is the largest lake in canada by area", Regime.INSENSITIVE),
+    ("what is the largest software company in the world", Regime.SLOW),  # a ranking
+    ("what is the rank of brazil in coffee exports", Regime.SLOW),
+    ("how many public libraries are there in boston", Regime.SLOW),  # a count of now
+    ("number of electric buses in oslo", Regime.SLOW),
+    ("what cities have hosted the winter olympics", Regime.SLOW),  # a list that grows
+    ("who is the only woman to captain the club", Regime.SLOW),
+    ("when did portugal win the european championship", Regime.SLOW),  # the latest win
+    ("when did portugal first win the european championship", Regime.INSENSITIVE),
+    ("who is playing at the halftime show", Regime.FAST),  # a fixture, present progressive
+    ("where is the climate summit being held", Regime.FAST),
+    ("who won the league title last season", Regime.FAST),  # a relative anchor
+    ("the ferry line resumed service on tuesday. which port does it sail from?", Regime.FAST),
+    ("the city council is considering a ban on what kind of scooter?", Regime.FAST),
+    ("which carmaker has recalled its new hatchback over brake faults?", Regime.FAST),
 ]
 
 

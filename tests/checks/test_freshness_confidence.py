@@ -1,10 +1,11 @@
 """Freshness and diversity gate only on what the development data can vouch for (issue 32).
 
-Through ``Guard.check`` against the loopback farm: a question whose regime the rules cannot
-vouch for ("the latest version of X": held out, such questions are often slower) is gated on the
-most lenient plausible floor with a ``freshness.regime_uncertain`` finding, and what the guessed
-regime's floor would have rejected (a stale median, a missing caveat) is shown as warnings; a
-confident regime still hard-rejects; a date guessed from the page's text cannot alone make a
+Through ``Guard.check`` against the loopback farm: a question whose regime the development data
+cannot vouch for ("the latest version of X"; since issue 54 the table is built from FreshQA dev
+alone, and no rule has the 20 questions within 5% it takes) is gated on the most lenient plausible
+floor with a ``freshness.regime_uncertain`` finding, and what the guessed regime's floor would
+have rejected (a stale median, a missing caveat) is shown as warnings; a strict policy still
+hard-rejects; a date guessed from the page's text cannot alone make a
 source stale; an uncertain question kind gets the lowest plausible domain floor.
 """
 
@@ -24,6 +25,7 @@ from citeguard.checks.freshness import (
     MODEL_RAISE_LABEL,
     REGIME_CONFIDENCE_PATH,
     RegimeConfidence,
+    RegimeModelError,
     check_freshness,
     classify_freshness,
     is_weak_date_source,
@@ -39,7 +41,7 @@ from citeguard.policy import DiversityPolicy, FreshnessPolicy
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 FAST_LOOKING = "What is the latest version of Frobnicator?"  # rule "latest": not vouched for
-RECORD = "What is the world record for the men's marathon?"  # rule "record": vouched for
+RECORD = "What is the world record for the men's marathon?"  # rule "record": slow, a guess
 
 
 def _policy(freshness: dict[str, Any] | None = None, **sections: Any) -> Policy:
@@ -84,25 +86,74 @@ def test_rule_regimes_carry_plausible_regimes_and_a_confidence() -> None:
     assert uncertain.regime is Regime.FAST and not uncertain.confident
     assert uncertain.plausible[0] is Regime.FAST and Regime.SLOW in uncertain.plausible
     assert uncertain.gate_regime is uncertain.plausible[-1]
-    assert uncertain.confidence is not None and 0.0 < uncertain.confidence < 0.95
+    assert uncertain.confidence is not None and 0.0 < uncertain.confidence < 1.0
     assert any(c.startswith("uncertain:") for c in uncertain.cues)
-    sure = classify_freshness(RECORD, now=NOW)
-    assert sure.regime is Regime.SLOW and sure.confident and sure.gate_regime is Regime.SLOW
-    assert sure.confidence is not None and sure.confidence >= 0.95
+    # too few licensed (FreshQA dev) questions vouch for the record rule's floor (issue 54)
+    slow = classify_freshness(RECORD, now=NOW)
+    assert slow.regime is Regime.SLOW and not slow.confident
+    assert slow.plausible == [Regime.SLOW, Regime.INSENSITIVE]
+    assert slow.gate_regime is Regime.INSENSITIVE
+    assert slow.confidence is not None and 0.0 < slow.confidence < 1.0
     # an insensitive regime has no floor: nothing to doubt
     never = classify_freshness("Who painted the Mona Lisa?", now=NOW)
     assert never.regime is Regime.INSENSITIVE and never.confident and never.confidence is None
 
 
-def test_the_shipped_table_gates_each_rule_within_five_percent() -> None:
+def test_the_shipped_table_trusts_a_gate_only_within_alpha_on_enough_questions() -> None:
+    data = json.loads(REGIME_CONFIDENCE_PATH.read_text(encoding="utf-8"))
+    # licensed data only (issue 54): FreshQA dev is Apache-2.0; the other sources only score
+    assert "freshqa_dev.jsonl" in data["trained"]["data"]
+    assert not any(w in data["trained"]["data"].lower() for w in ("situated", "realtime", "pat"))
     table = RegimeConfidence.load()
     assert table.alpha == 0.05
-    for regime, label in ((Regime.FAST, "latest"), (Regime.SLOW, "record")):
-        plausible, confidence = table.assess(regime, label)
-        gate = plausible[-1] if plausible else regime
-        assert confidence is not None
-        # the gate is trusted exactly when the rule's own regime is within alpha
-        assert (gate is regime) == (1 - confidence <= table.alpha)
+    for key, row in data["decisions"].items():
+        regime, label = key.split("|", 1)
+        plausible, confidence = table.assess(Regime(regime), label)
+        if row["gate"] == regime:  # trusted: within alpha on at least 1 / alpha questions
+            assert plausible == [] and row["error"][regime] <= table.alpha
+            assert row["n"][regime] >= 20
+        else:
+            assert plausible[0] is Regime(regime) and plausible[-1] is Regime(row["gate"])
+        assert confidence is None or 0.0 <= confidence <= 1.0
+
+
+def test_a_regime_the_table_has_no_row_for_is_uncertain() -> None:
+    table = RegimeConfidence(
+        {"format": "citeguard-regime-confidence/1", "alpha": 0.05, "decisions": {}}
+    )
+    assert table.assess(Regime.REAL_TIME, "price") == (
+        [Regime.REAL_TIME, Regime.FAST, Regime.SLOW, Regime.INSENSITIVE],
+        None,
+    )
+    assert table.assess(Regime.SLOW, "record") == ([Regime.SLOW, Regime.INSENSITIVE], None)
+    assert table.assess(Regime.INSENSITIVE, "no cue") == ([], None)
+    trusted = RegimeConfidence(
+        {
+            "format": "citeguard-regime-confidence/1",
+            "alpha": 0.05,
+            "decisions": {"slow|*": {"gate": "slow", "error": {"slow": 0.01}, "n": {"slow": 40}}},
+        }
+    )
+    assert trusted.assess(Regime.SLOW, "record") == ([], 0.99)
+
+
+def test_without_a_readable_table_a_regime_with_a_floor_is_uncertain(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # a broken install: nothing vouches for a floor, so the guess leans toward asking
+    broken = tmp_path / "regime_confidence.json"
+    broken.write_text("not json", encoding="utf-8")
+    with pytest.raises(RegimeModelError):
+        RegimeConfidence.load(broken)
+    load = RegimeConfidence.load
+    monkeypatch.setattr(RegimeConfidence, "load", staticmethod(lambda: load(broken)))
+    fc = classify_freshness(FAST_LOOKING, now=NOW)
+    assert fc.regime is Regime.FAST and not fc.confident
+    assert fc.plausible == [Regime.FAST, Regime.SLOW, Regime.INSENSITIVE]
+    assert fc.gate_regime is Regime.INSENSITIVE and fc.confidence is None
+    assert any("table is unavailable" in c for c in fc.cues)
+    never = classify_freshness("Who painted the Mona Lisa?", now=NOW)
+    assert never.regime is Regime.INSENSITIVE and never.confident
 
 
 # ------------------------------------------------------------------ through Guard.check
@@ -134,12 +185,17 @@ async def test_uncertain_fast_regime_is_not_a_hard_reject(farm: Farm) -> None:
     assert _codes(strict, "freshness")["freshness.missing_caveat"] is Severity.ERROR
 
 
-async def test_confident_regime_still_hard_rejects_a_stale_source(farm: Farm) -> None:
+async def test_an_uncertain_slow_regime_warns_and_a_strict_one_hard_rejects(farm: Farm) -> None:
     url = farm.add(
         "records.example.com", "/m", body=_page("Marathon", MARATHON, meta_date="2022-03-03")
     )
     answer = f"The men's marathon world record is 2:00:35 [1].\n\n[1] {url}\n"
-    verdict = await _check(farm, _policy(), RECORD, answer)
+    lenient = await _check(farm, _policy(), RECORD, answer)
+    assert lenient.axes["freshness"].passed and lenient.passed
+    codes = _codes(lenient, "freshness")
+    assert codes["freshness.regime_uncertain"] is Severity.WARNING
+    assert codes["freshness.stale_median"] is Severity.WARNING
+    verdict = await _check(farm, _policy({"uncertain_regime": "strict"}), RECORD, answer)
     fresh = verdict.axes["freshness"]
     assert not fresh.passed and not verdict.passed
     assert _codes(verdict, "freshness")["freshness.stale_median"] is Severity.ERROR
@@ -151,7 +207,8 @@ async def test_a_date_guessed_from_the_text_cannot_alone_make_a_source_stale(far
         "records.example.com", "/weak", body=_page("Marathon", MARATHON, text_date="March 3, 2022")
     )
     answer = f"The men's marathon world record is 2:00:35 [1].\n\n[1] {weak}\n"
-    verdict = await _check(farm, _policy(), RECORD, answer)
+    # strict: the slow floor applies, so only the weak date keeps the source from being stale
+    verdict = await _check(farm, _policy({"uncertain_regime": "strict"}), RECORD, answer)
     report = verdict.citations[0]
     assert report.date_source == "htmldate" and is_weak_date_source(report.date_source)
     assert report.published is not None and report.published.year == 2022
@@ -274,14 +331,15 @@ def test_the_shipped_table_is_what_the_benchmark_builds_and_meets_the_target_hel
 
     rows = bench.load_rows()
     items = bench.rules_items(rows)
-    built = bench.build_table(items, bench.TARGET)["decisions"]
+    built = bench.licensed_table(items, bench.TARGET)["decisions"]
     shipped = json.loads(REGIME_CONFIDENCE_PATH.read_text(encoding="utf-8"))["decisions"]
     shipped.pop(f"slow|{MODEL_RAISE_LABEL}", None)  # from the learned model's predictions
     assert built == shipped
-    for held in bench.SOURCES:  # each source gated by a table built on the other three
-        table = RegimeConfidence(
-            bench.build_table([it for it in items if it.row.source != held], bench.TARGET)
-        )
-        test = [it for it in items if it.row.source == held]
-        scored = bench.evaluate(test, lambda it, t=table: bench.gated(t, it))
-        assert scored["gated_faster_than_truth"] <= bench.TARGET, held
+    # the same table from the licensed rows alone: the other sources change nothing
+    assert (
+        bench.build_table([it for it in items if it.row.source == "freshqa"], 0.05)["decisions"]
+        == built
+    )
+    # FreshQA out of fold, the other sources out of source
+    for held, scored in bench.run(items, "test").items():
+        assert scored["confident"]["gated_faster_than_truth"] <= bench.TARGET, held

@@ -21,7 +21,8 @@ from citeguard.snapshot import SQLiteSnapshotStore
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 FAST_LOOKING = "What is the latest version of Frobnicator?"  # rules: fast, uncertain
-RECORD = "What is the world record for the men's marathon?"  # rules: slow, confident
+RECORD = "What is the world record for the men's marathon?"  # rules: slow, uncertain
+TIMELESS = "Who painted the Mona Lisa?"  # rules: insensitive, no floor to doubt
 PAGE = (
     "<html><head><title>Notes</title>"
     "<meta property='article:published_time' content='2026-11-20T08:00:00Z'></head>"
@@ -87,9 +88,9 @@ async def test_only_an_uncertain_regime_goes_to_the_judge(
 ) -> None:
     url = farm.add("notes.example.com", "/n", body=PAGE)
     policy = _policy(judge)
-    confident = await _check(Guard(policy, resolver=farm.resolver, now=lambda: NOW), RECORD, url)
+    confident = await _check(Guard(policy, resolver=farm.resolver, now=lambda: NOW), TIMELESS, url)
     assert judge.questions == []  # the rules were confident: nothing asked
-    assert confident.axes["freshness"].details["regime"] == "slow"
+    assert confident.axes["freshness"].details["regime"] == "insensitive"
     assert confident.judge_usage is None or confident.judge_usage.requests == 0
 
     path = tmp_path / "snap.sqlite"

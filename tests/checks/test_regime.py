@@ -298,17 +298,22 @@ TIMELESS = [
 
 @needs_minilm
 def test_shipped_model_adds_caution_where_the_rules_see_no_cue() -> None:
-    """What the learned model is for: the rules call these insensitive; the model knows the
-    answer changes, and leaves the timeless ones alone, with or without a question mark."""
+    """What the learned model is for: the rules call these insensitive; the model puts the
+    question whose answer changes above every timeless one, leaves the timeless ones alone, and
+    raises only with the overruling said, with or without a question mark."""
     clf = LearnedRegimeClassifier()
+    changing: list[float] = []
+    timeless: list[float] = []
     for q in CUELESS_CHANGING + TIMELESS:
         assert classify_freshness(q, now=NOW).regime is Regime.INSENSITIVE, q
-        want = Regime.SLOW if q in CUELESS_CHANGING else Regime.INSENSITIVE
         for text in (q, q.rstrip("?").lower()):
             fc = clf.classify_sync(text, now=NOW)
-            assert fc.regime is want, (text, fc.cues)
-            if want is Regime.SLOW:
-                assert any("overrules the rules' insensitive" in c for c in fc.cues)
+            (changing if q in CUELESS_CHANGING else timeless).append(fc.probabilities["changing"])
+            if q in TIMELESS:
+                assert fc.regime is Regime.INSENSITIVE, (text, fc.cues)
+            raised = any("overrules the rules' insensitive" in c for c in fc.cues)
+            assert raised == (fc.regime is Regime.SLOW), (text, fc.cues)
+    assert min(changing) > max(timeless)
 
 
 def _jsonl(name: str) -> list[dict[str, Any]]:

@@ -61,11 +61,15 @@ class RegimeConfidence:
     def assess(self, regime: Regime, label: str) -> tuple[list[Regime], float | None]:
         """(plausible regimes, fastest first; the confidence in ``regime``) for a decision by
         the rule ``label``. A rule the table has no row for falls back to its regime's row
-        (``"<regime>|*"``); an insensitive regime has no floor, so nothing to doubt."""
+        (``"<regime>|*"``); a regime the table has no row for at all is not vouched for (every
+        slower regime plausible, confidence unknown: gated leniently and asked about, never a
+        hard reject); an insensitive regime has no floor, so nothing to doubt."""
+        if regime is Regime.INSENSITIVE:
+            return [], None
         key = merged_regime(regime)
         entry = self._entries.get(f"{key}|{label}") or self._entries.get(f"{key}|*")
-        if entry is None or regime is Regime.INSENSITIVE:
-            return [], None
+        if entry is None:
+            return _unvouched(regime), None
         gate, error = entry
         low, high = _REGIME_ORDER.index(gate), _REGIME_ORDER.index(regime)
         plausible = [r for r in reversed(_REGIME_ORDER[low : high + 1])]
@@ -75,20 +79,33 @@ class RegimeConfidence:
         )
 
 
+def _unvouched(regime: Regime) -> list[Regime]:
+    """Every regime from ``regime`` down to insensitive, fastest first (nothing vouches for a
+    floor: an uncertain regime leans toward asking for a fresher source, not a hard reject)."""
+    high = _REGIME_ORDER.index(regime)
+    return [] if high == 0 else list(reversed(_REGIME_ORDER[: high + 1]))
+
+
 def _with_confidence(fc: _FC, label: str) -> _FC:
-    """``fc`` with the plausible regimes and confidence of a decision by the rule ``label``
-    (unchanged when the shipped table cannot be read: the regime stays confident, as before)."""
+    """``fc`` with the plausible regimes and confidence of a decision by the rule ``label``.
+    When the shipped table cannot be read, nothing vouches for a floor: a regime with one is
+    uncertain down to insensitive (gated leniently and asked about, never a hard reject)."""
     try:
         table = RegimeConfidence.load()
-    except RegimeModelError:
-        return fc
+    except RegimeModelError as exc:
+        plausible: list[Regime] = _unvouched(fc.regime)
+        if not plausible:
+            return fc
+        cue = f"uncertain: the regime confidence table is unavailable ({exc})"
+        return fc.model_copy(update={"plausible": plausible, "cues": [*fc.cues, cue]})
     plausible, confidence = table.assess(fc.regime, label)
     cues = list(fc.cues)
     if plausible:
         slower = ", ".join(r.value for r in plausible[1:])
         cues.append(
-            f"uncertain: {label!r} questions are often slower on held-out data ({slower} "
-            f"plausible; {confidence:.0%} at least {fc.regime.value})"
+            f"uncertain: the development data cannot vouch for {label!r} questions' floor "
+            f"(too few, or too often slower: {slower} plausible; {confidence:.0%} at least "
+            f"{fc.regime.value})"
             if confidence is not None
             else f"uncertain: {slower} plausible"
         )

@@ -109,8 +109,8 @@ def _uncertain(
         Finding(
             code="freshness.regime_uncertain",
             message=(
-                f"the question looks {fc.regime.value.replace('_', '-')}, but held-out questions "
-                f"like it are often slower ({', '.join(r.value for r in fc.plausible)} "
+                f"the question looks {fc.regime.value.replace('_', '-')}, but the development "
+                f"data cannot vouch for that ({', '.join(r.value for r in fc.plausible)} "
                 f"plausible); gated on the most lenient floor, {gate.value.replace('_', '-')}"
                 + (
                     f"; under the {fc.regime.value.replace('_', '-')} floor it would fail: "

@@ -105,15 +105,19 @@ _ROLE = (
     r"queen|monarch|pope|emperor|governor|mayor|minister|secretary|director|owner|editor|"
     r"captain|speaker|senator|ambassador|commissioner|spouse|wife|husband|partner|girlfriend|"
     r"boyfriend|employer|attorney\s+general|justice|judge|dean|commander|archbishop|bishop|"
-    r"ruler|treasurer|rector|conductor|quarterback|goalkeeper)s?"
+    r"ruler|treasurer|rector|conductor|quarterback|goalkeeper|qb|pitcher|goalie|whip|"
+    r"govern[eo]r|chief\s+justice|starting\s+(?:quarterback|qb|pitcher|goalie|lineup))s?"
 )
+_WHO_IS = r"(?:who\s+(?:is|are)|who'?s)"
 _ROLE_RE = re.compile(
-    rf"^\s*(?:who|which\s+\w+|what\s+\w+)\s+(?:is|are)\s+(?:the\s+)?(?:\S+\s+){{0,3}}?{_ROLE}"
+    rf"^\s*(?:{_WHO_IS}|(?:which|what)\s+\w+\s+(?:is|are))\s+(?:the\s+)?(?:\S+\s+){{0,3}}?{_ROLE}"
     r"\s+(?:of|for|in|at|to|on)\b"
+    # a bare query or "the name of the ...": "chief justice of X", "name of the governor of X"
+    rf"|^\s*(?:what\s+is\s+)?(?:the\s+)?(?:name\s+of\s+the\s+)?(?:\S+\s+){{0,2}}?{_ROLE}\s+of\b"
     r"|^\s*(?:who|which\s+\w+)\s+(?:holds|heads|leads|runs|owns|coaches|manages|chairs|governs|"
     r"rules|hosts|represents|controls)\b(?![^?!\n]{0,40}\brecords?\b)"
     rf"|\b(?:new|incoming|newly\s+appointed)\s+{_ROLE}\b|\bcandidates\s+for\b"
-    rf"|^\s*who\s+(?:is|are)\s+(?:the\s+)?(?:\S+\s+){{0,6}}?{_ROLE}\s*\??$"
+    rf"|^\s*{_WHO_IS}\s+(?:the\s+)?(?:\S+\s+){{0,6}}?{_ROLE}\s*\??$"
     # a role before "currently": looked for only when the question says "currently" (the
     # lookahead reads the question once), not at every word of a long one
     r"|^(?=[^?!\n]*\b(?:currently|now|at\s+present|presently)\b)"
@@ -137,8 +141,12 @@ _LAST_TIME_RE = re.compile(
     r"(?!the\s+battle\b|the\s+war\b)"
     r"(?:the\s+)?(?:\S+\s+){0,6}?(?:cup|championships?|series|finals?|awards?|prize|trophy|"
     r"title|medal|election|season|tournament|league|open|bowl|race|grand\s+prix|contest)\b|\b(?:did|has|have|was|were)\s+(?:\S+\s+){1,5}?last\s+(?:win|won|play|"
-    r"played|score|scored|make|made|host|hosted|appear|appeared|go|went|beat|reach|reached|"
-    r"have|had|be|been|visit|visited|qualif\w+|lose|lost|erupt\w*|happen\w*)\b",
+    r"played|score|scored|make|made|host|hosted|appear|appeared|go|went|beat|reach|reached|get|got|"
+    r"have|had|be|been|visit|visited|qualif\w+|lose|lost|erupt\w*|happen\w*)\b"
+    r"|\b(?:their|there|his|her|its)\s+last\s+(?!time\b)\w+"
+    # "when did England make it to the world cup final": the latest time so far, unless "first"
+    r"|^\s*when\s+did\s+(?![^?!\n]*\bfirst\b)[^?!\n]{0,60}?\b(?:win|won|make\s+it\s+to|"
+    r"get\s+to|host|reach)\b",
     _F,
 )
 # "the latest French player to win ...", "the most recent team to win back-to-back ...":
@@ -151,6 +159,34 @@ _QUALIFIED_LATEST_RE = re.compile(
 _FIRST_TO_RE = re.compile(
     r"\b(?:first|earliest)\s+(?:ever\s+)?(?:\w+[\s-]+){0,4}?(?:to|ever)\b"
     r"|\bwas\s+the\s+first\b|\bfirst\s+(?:film|book|movie|song|album|person|man|woman)\b",
+    _F,
+)
+_NUMBER_WORD = (
+    r"(?:\d+(?:st|nd|rd|th)?|one|two|three|four|five|six|seven|eight|nine|ten|first|second|"
+    r"third|fourth|fifth|sixth|seventh|eighth|ninth|tenth)"
+)
+# A numbered instance is fixed once it has happened (a time anchor without a year): "season 4
+# of X", "episode 117", "the 45th chief justice", "the first pope".
+_NUMBERED_RE = re.compile(
+    rf"\b(?:season|series|episode|edition|chapter|volume)\s+{_NUMBER_WORD}\b"
+    rf"|\b{_NUMBER_WORD}\s+(?:season|series|edition)\b"
+    r"|\b(?:the|was|is)\s+(?:\d+(?:st|nd|rd|th)?|first|second|third|fourth|fifth|sixth|"
+    rf"seventh|eighth|ninth|tenth)\s+(?:\w+\s+){{0,2}}?{_ROLE}\b",
+    _F,
+)
+# ... unless the question counts what has come out so far ("how many episodes of season 20
+# have aired").
+_SO_FAR_RE = re.compile(r"\b(?:have|has)\s+(?:\w+\s+)?(?:aired|been|come)\b|\bso\s+far\b", _F)
+# A superlative over nature does not change in a lifetime: "the longest river in the US",
+# "the most abundant element in the earth's crust", "the largest lake by volume".
+_NATURAL_SUPERLATIVE_RE = re.compile(
+    r"\b(?:largest|biggest|smallest|tallest|highest|lowest|longest|shortest|deepest|fastest|"
+    r"hottest|coldest|heaviest|lightest|widest|driest|wettest|most\s+abundant)\s+"
+    r"(?:[\w-]+\s+){0,2}?(?:rivers?|lakes?|mountains?|peaks?|waterfalls?|falls|deserts?|"
+    r"oceans?|seas?|islands?|volcano(?:es)?|canyons?|glaciers?|caves?|animals?|birds?|fish|"
+    r"mammals?|insects?|trees?|elements?|moons?|bones?|muscles?|organs?|glands?|continents?|"
+    r"bays?|gulfs?|dinosaurs?|snakes?|sharks?|whales?)\b"
+    r"|\bby\s+(?:area|volume|land\s+area)\b",
     _F,
 )
 # "current" or "now" makes even a "first ... to" question relative to today.
@@ -169,7 +205,38 @@ _FAST: tuple[tuple[str, re.Pattern[str]], ...] = (
             rf"|^(?![^\n]*\d)\s*when\s+(?:does|do|is|are|will)\b{_GAP}\b(?:start|starts|begin|begins|"
             r"come\s+out|comes\s+out|air|airs|premiere|open|opens|released?|take\s+place|"
             r"coming\s+back|come\s+back|return|returns|"
-            r"be\s+held)\b",
+            r"be\s+held)\b"
+            # a fixture or show in the present progressive: "who is playing halftime at the pro
+            # bowl", "where is the summit being held"
+            r"|\b(?:is|are|'s)\s+(?:\S+\s+){0,3}?(?:playing|singing|performing|hosting)\b"
+            r"|\bbeing\s+(?:held|played|hosted)\b"
+            r"|\bgoing\s+to\s+be\s+(?:held|in|played|hosted)\b",
+            _F,
+        ),
+    ),
+    (
+        "recent period",
+        re.compile(
+            r"\b(?:last|this\s+past)\s+(?:year|season|week|weekend|night|month)\b|\byesterday\b"
+            # a weekday names a day of this week: "launched its mission on Wednesday"
+            r"|\b(?:on|last|this|since)\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|"
+            r"sunday)\b",
+            _F,
+        ),
+    ),
+    (
+        "news in progress",
+        re.compile(
+            r"\b(?:is|are)\s+(?:(?:now|reportedly|currently|still)\s+)?(?:being\s+\w+|"
+            r"considering|planning|demanding|seeking|spreading|facing|expected\s+to|set\s+to|"
+            r"preparing|threatening|calling\s+for|pushing|suing|investigating|debating|weighing|"
+            r"proposing|offering|recalling|banning|testing|urging|scrambling|warning|bracing)\b"
+            r"|\bnewly\b|\breportedly\b"
+            # news told in the present perfect: "X has rebranded Twitter as what?"
+            r"|\b(?:has|have)\s+(?:been\s+)?(?:announced|rebranded|recalled|shelved|banned|"
+            r"unveiled|approved|filed|sued|resigned|confirmed|agreed|pledged|revealed|ordered|"
+            r"called\s+for|decided|declared|named|appointed|arrested|charged|indicted|found|"
+            r"kicked|blocked|suspended|cancell?ed|reopened|vowed|warned)\b",
             _F,
         ),
     ),
@@ -209,14 +276,26 @@ _SLOW_TOPIC_RE = re.compile(
 )
 _SLOW: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("rules in force", _SLOW_TOPIC_RE),
-    ("record", re.compile(r"\brecords?\b|\bof\s+all\s+time\b|\bever\b|\bin\s+history\b", _F)),
+    (
+        "record",
+        re.compile(
+            r"\brecords?\b|\bof\s+all\s+time\b|\bever\b|\bin\s+history\b"
+            r"|\bthe\s+only\s+(?:\w+\s+){0,3}?(?:recipients?|winners?|persons?|people|wom[ae]n|"
+            r"m[ae]n|players?|teams?|countr(?:y|ies)|states?|ones?)\b",
+            _F,
+        ),
+    ),
     ("last occurrence", _LAST_TIME_RE),
     (
         "most so far",
         re.compile(
             r"\ball[\s-]time\b"
             r"|\b(?:has|have)\s+(?:won|sold|scored|played|made|had)\s+(?:more|the\s+most)\b"
-            r"|^\s*who\s+(?:has|have)\s+(?:won|scored|sold|played\s+for|coached)\b",
+            r"|^\s*who\s+(?:has|have)\s+(?:won|scored|sold|played\s+for|coached)\b"
+            # a list that grows: "list of all presidents of X", "what cities have hosted the
+            # olympics", "who hasn't made it to the super bowl"
+            r"|^\s*list\s+of\b|\b(?:has|have|hasn't|haven't)\s+(?:\w+\s+){0,2}?"
+            r"(?:won|hosted|been\s+held|made\s+it|played\s+in)\b",
             _F,
         ),
     ),
@@ -232,8 +311,10 @@ _SLOW: tuple[tuple[str, re.Pattern[str]], ...] = (
         "superlative",
         re.compile(
             r"\b(?:largest|biggest|smallest|tallest|highest|lowest|longest|shortest|oldest|"
-            r"youngest|deepest|fastest|richest|hottest|coldest|most\s+\w+|best-selling|"
-            r"\w+est-\w+)\b",
+            r"youngest|deepest|fastest|richest|hottest|coldest|most\s+\w+|best[\s-]selling|"
+            r"\w+est-\w+)\b"
+            # a ranking: "the rank of India in ...", "the leading producer of wool", "top ten"
+            r"|\brank(?:ed|ing)?\s+(?:of|in)\b|\bleading\s+(?!to\b)\w+|\btop\s+(?:ten|\d+)\b",
             _F,
         ),
     ),
@@ -248,7 +329,14 @@ _SLOW: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ongoing state", re.compile(rf"\bhow\s+long\s+(?:has|have)\b{_GAP}\bbeen\b", _F)),
     (
         "cumulative count",
-        re.compile(rf"\bhow\s+many\b{_GAP}\b(?:have|has)\b|\bin\s+total\b|\btotal\s+number\b", _F),
+        re.compile(
+            rf"\bhow\s+many\b{_GAP}\b(?:have|has)\b|\bin\s+total\b|\btotal\s+number\b"
+            # a count of what exists now: "how many public schools are there in chicago",
+            # "number of cities in texas", "how many episodes of X" (no season named)
+            rf"|\bhow\s+many\b{_GAP}\b(?:are|is)\s+there\b|^\s*(?:what\s+is\s+)?(?:the\s+)?"
+            r"number\s+of\b|\bhow\s+many\s+(?:episodes|seasons|series)\b",
+            _F,
+        ),
     ),
     (
         "version",
@@ -305,20 +393,29 @@ def classify_freshness(question: str, *, now: datetime | None = None) -> Freshne
     1. a year two or more years before ``now`` anchors the question in the past → insensitive
        ("in 2021 ...", "the 2022 World Cup"), unless it opens a range to the present ("since
        2009", "between 2009 and now");
-    2. "the first X to ..." is a record that cannot change → insensitive;
+    2. "the first X to ..." is a record that cannot change → insensitive; so is a numbered
+       instance ("season 4 of X", "episode 117", "the 45th chief justice") unless the
+       question counts what has come out so far or says "now";
     3. prices, exchange rates, weather, live scores, service status, the clock, "today",
        "right now" → real-time (but "right now" on a rule in force, such as a minimum wage,
        is slow);
-    4. "the current CEO / host / president ..." → slow: office holders change over years;
+    4. "the current CEO / host / president ...", "who's the governor of X", "chief justice of
+       X" → slow: office holders change over years;
     5. "the latest/most recent <category> to win ..." → slow (a qualified record);
-    6. latest, most recent, upcoming, next, this week/month/year, so far, yet, still,
-       recent, current, live counts (followers, population, current age) → fast; "current"
-       or "now" on a rule in force is slow;
+    6. latest, most recent, upcoming, next, a fixture in the present progressive ("who is
+       playing at ..."), this week/month/year, last year/season/week, a weekday ("on
+       Monday"), news in progress or told in the present perfect ("is considering", "has
+       rebranded"), so far, yet, still, recent, current, live counts (followers, population,
+       current age) → fast; "current" or "now" on a rule in force is slow;
     7. the current year → fast; last year → slow;
-    8. rules in force (regulations, guidance, laws, wages, taxes), records, superlatives,
-       rosters, cumulative counts, versions and releases → slow;
-    9. historical events, definitions, past tense → insensitive;
-    10. otherwise insensitive.
+    8. a superlative over nature ("the longest river", "the largest lake by volume") →
+       insensitive;
+    9. rules in force (regulations, guidance, laws, wages, taxes), records ("the only woman
+       to ..."), the last occurrence ("when did X win the cup"), superlatives and rankings,
+       rosters, counts of what exists now ("how many X are there"), lists that grow,
+       versions and releases → slow;
+    10. historical events, definitions, past tense → insensitive;
+    11. otherwise insensitive.
     """
     regime, label, cue = _rule_decision(question, now or datetime.now(UTC))
     return _with_confidence(FreshnessClass(regime=regime, cues=[cue]), label)
@@ -338,6 +435,9 @@ def _rule_decision(question: str, today: datetime) -> tuple[Regime, str, str]:
     first_to = _FIRST_TO_RE.search(q)
     if first_to and not _NOW_WORD_RE.search(q):
         return Regime.INSENSITIVE, "fixed record", f"fixed record: {first_to.group(0)!r}"
+    numbered = _NUMBERED_RE.search(q)
+    if numbered and not _NOW_WORD_RE.search(q) and not _SO_FAR_RE.search(q):
+        return Regime.INSENSITIVE, "numbered instance", f"numbered instance: {numbered.group(0)!r}"
     slow_topic = _SLOW_TOPIC_RE.search(q)
     real_time = _first(_REAL_TIME, q)
     if real_time is not None:
@@ -369,6 +469,13 @@ def _rule_decision(question: str, today: datetime) -> tuple[Regime, str, str]:
             return Regime.FAST, "current year", f"current year {today.year}"
         if today.year - 1 in years:
             return Regime.SLOW, "last year", f"last year {today.year - 1}"
+    natural = _NATURAL_SUPERLATIVE_RE.search(q)
+    if natural:
+        return (
+            Regime.INSENSITIVE,
+            "natural superlative",
+            f"natural superlative: {natural.group(0)!r}",
+        )
     slow = _first(_SLOW, q)
     if slow is not None:
         return Regime.SLOW, slow[0], f"{slow[0]}: {slow[1]!r}"
@@ -382,6 +489,7 @@ def _rule_decision(question: str, today: datetime) -> tuple[Regime, str, str]:
 RULE_LABELS: tuple[str, ...] = (
     "past year",
     "fixed record",
+    "numbered instance",
     "rule in force asked now",
     *dict.fromkeys(label for label, _ in _REAL_TIME),
     "office holder",
@@ -392,6 +500,7 @@ RULE_LABELS: tuple[str, ...] = (
     "rule in force asked current",
     "current year",
     "last year",
+    "natural superlative",
     *(label for label, _ in _SLOW),
     *(label for label, _ in _INSENSITIVE),
     "no cue",
@@ -412,6 +521,8 @@ _CUE_TABLES: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = (
     ("previous holder", (_PREVIOUS_RE,)),
     ("qualified record", (_QUALIFIED_LATEST_RE,)),
     ("first to", (_FIRST_TO_RE,)),
+    ("numbered instance", (_NUMBERED_RE,)),
+    ("natural superlative", (_NATURAL_SUPERLATIVE_RE,)),
     ("now word", (_NOW_WORD_RE,)),
     ("open range", (_OPEN_RANGE_RE,)),
 )
