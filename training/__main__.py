@@ -85,10 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         sys.stderr.write(f"unknown command {name!r}\n\n{usage()}")
         return 2
-    sys.argv[0] = f"python -m training {name}"  # argparse's prog in each command's --help
-    if name == "support":
-        return support(rest)
-    return int(entry(name)(rest) or 0)
+    program, sys.argv[0] = sys.argv[0], f"python -m training {name}"  # each --help's prog
+    try:
+        if name == "support":
+            return support(rest)
+        return int(entry(name)(rest) or 0)
+    finally:
+        sys.argv[0] = program
 
 
 if __name__ == "__main__":
