@@ -18,11 +18,12 @@ model's.
   10 pages, through the proxy in hold mode: all complete with a verdict; the service loop's
   lag (its own ``citeguard_event_loop_lag_seconds`` histogram, a 10 ms timer's lateness,
   read from /metrics before and after the round: p50/p99 as bucket upper bounds; target
-  p99 <= 20 ms) and beside it the guard loop's (``citeguard_guard_loop_lag_seconds``: the
-  queue the checks wait in, no target); the server's RSS; its open file descriptors after each
-  round once they settle (no growth). ``streams_runtime_default``: one more round against a
-  second server started with ``--runtime default`` (the interpreter's own GIL switch interval
-  and garbage collector), for contrast.
+  p99 <= 20 ms) and beside it the guard loop's (``citeguard_guard_loop_lag_seconds``: how
+  long a turn of the loop the checks share runs; target p99 <= 100 ms, issue 56); the
+  server's RSS; its open file descriptors after each round once they settle (no growth).
+  ``streams_runtime_default``: one more round against a second server started with
+  ``--runtime default`` (the interpreter's own GIL switch interval and garbage collector),
+  for contrast.
 * ``check_rps``: /v1/check requests per second on cached pages, 16 clients for ~5 s.
 * ``ready``: ``citeguard serve`` (default policy: the local model) from exec to /readyz 200,
   with the model cache warm (target <= 3 s).
@@ -273,6 +274,7 @@ def streams(svc: Server, up: FakeUpstream, pages: Pages, n: int, rounds: int) ->
                 "guard_loop_lag_ms_bucket": {
                     "p50": _bucket_pct(guard_before, guard_after, 0.5),
                     "p99": _bucket_pct(guard_before, guard_after, 0.99),
+                    "samples": guard_after.get(float("inf"), 0) - guard_before.get(float("inf"), 0),
                 },
                 "server_rss_mb": round(_proc(pid, "VmRSS"), 1),
                 "server_rss_peak_mb": round(_proc(pid, "VmHWM"), 1),
@@ -280,6 +282,8 @@ def streams(svc: Server, up: FakeUpstream, pages: Pages, n: int, rounds: int) ->
             }
         )
     out["target_loop_lag_p99_ms"] = 20.0
+    # issue 56: the checks' CPU work shares the guard loop's turns (citeguard/loop_turns.py)
+    out["target_guard_loop_lag_p99_ms"] = 100.0
     return out
 
 

@@ -130,6 +130,13 @@ class ExtractStage:
         """The extraction child this stage started, if any."""
         return self._worker
 
+    def ready_worker(self) -> ProcessExtractor | None:
+        """The extraction children when they are up (others' CPU work may go there too:
+        :meth:`LocalEntailer.offload_to <citeguard.checks.entail.LocalEntailer.offload_to>`),
+        else None."""
+        worker = self._worker
+        return worker if worker is not None and worker.ready else None
+
     def start(self) -> None:
         """Start the extraction child in the background (``async with Guard(...)``), unless
         this stage extracts in a given executor or in its thread: pages go to the thread until

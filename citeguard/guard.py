@@ -35,6 +35,7 @@ from citeguard.exclusions import carried_failures, exclusion_run, remember_failu
 from citeguard.extract_stage import ExtractStage, Turns
 from citeguard.lang import warm_up as lang_warm_up
 from citeguard.loop import ON_FAIL, AnswerFn, Recheck, regenerate
+from citeguard.loop_turns import LoopTurns
 from citeguard.models import (
     Answer,
     FetchResult,
@@ -142,6 +143,7 @@ class Guard:
         # checks that begin their synchronous start (parse, pairs) in one turn of the loop: 200
         # started at once held it for ~270 ms
         self._starts = Turns(_STARTS_PER_TURN)
+        self._turns = LoopTurns()  # the loop's turns, shared by this Guard's checks' CPU work
         self._case_log = CaseLog(log_to) if log_to is not None else None
         self._checks = build_checks(self.policy)
         # entailment scores by (backend, claim, evidence): later attempts reuse earlier ones
@@ -222,6 +224,12 @@ class Guard:
         if self._case_log is not None:
             await self._case_log.aclose()
 
+    @property
+    def turns(self) -> LoopTurns:
+        """The loop's turns this Guard's checks share their CPU work by (``citeguard serve``'s
+        relays too): :meth:`LoopTurns.turn` before a stretch of it."""
+        return self._turns
+
     def now(self) -> datetime:
         """The guard's clock (the ``now`` it was given, else the current UTC time): what it
         dates findings by and reads search results' relative ages ("3 days ago") against."""
@@ -247,6 +255,9 @@ class Guard:
         if not self._entailer_given and self._entailer is None:
             self._entailer = make_entailer(self.policy.entailment, self.policy.judge)
             self._entailer_given = self._owns_entailer = True
+            offload = getattr(self._entailer, "offload_to", None)
+            if offload is not None:  # its pure-Python work may go to the extraction children
+                offload(self._pages.ready_worker, self.policy.fetch.extract_processes)
         return self._entailer
 
     def _get_cascade(self) -> JudgeEntailer | None:
@@ -286,6 +297,7 @@ class Guard:
         :func:`~citeguard.parse.parse_answer`."""
         t0 = time.perf_counter()
         await self._starts.slot()
+        await self._turns.turn()
         shown = _as_text(answer)
         searches = (
             run_searches() if searches is None else as_search_records(searches, now=self._now())
@@ -331,7 +343,12 @@ class Guard:
             # each page is verified and handed to the entailer as soon as it is extracted
             entailer = self._get_entailer()
             begun = await EarlyValidity.begin(
-                parsed, policy=policy, entailer=entailer, excluded=excluded, cache=self._scores
+                parsed,
+                policy=policy,
+                entailer=entailer,
+                excluded=excluded,
+                cache=self._scores,
+                turns=self._turns,
             )
             probes = self._catch_all_probes() if policy.fetch.soft_404_probe else None
 

@@ -45,6 +45,7 @@ from citeguard.checks.quoted import (
     words_in,
 )
 from citeguard.lang import script_language, segment
+from citeguard.loop_turns import LoopTurns
 from citeguard.models import (
     Answer,
     CitationStatus,
@@ -635,8 +636,10 @@ class EarlyValidity:
         excluded: frozenset[str] = frozenset(),
         cache: ScoreCache | None = None,
         pairs: list[_Pair] | None = None,
+        turns: LoopTurns | None = None,
     ) -> None:
         self.pairs = build_pairs(answer) if pairs is None else pairs
+        self._turns = turns  # the loop's turns, shared by every check of the Guard
         self._by_url: dict[str, list[_Pair]] = {}
         for p in self.pairs:
             self._by_url.setdefault(p.url, []).append(p)
@@ -661,6 +664,7 @@ class EarlyValidity:
         entailer: Entailer | None,
         excluded: frozenset[str] = frozenset(),
         cache: ScoreCache | None = None,
+        turns: LoopTurns | None = None,
     ) -> EarlyValidity:
         """As the constructor; an answer of many claims has its pairs built in a thread."""
         many = len(answer.claims) + len(answer.citations) > _INLINE_ITEMS
@@ -668,8 +672,20 @@ class EarlyValidity:
         many = many or sum(len(c.text) for c in answer.claims) > _INLINE_CLAIM_CHARS
         pairs = await asyncio.to_thread(build_pairs, answer) if many else build_pairs(answer)
         return cls(
-            answer, policy=policy, entailer=entailer, excluded=excluded, cache=cache, pairs=pairs
+            answer,
+            policy=policy,
+            entailer=entailer,
+            excluded=excluded,
+            cache=cache,
+            pairs=pairs,
+            turns=turns,
         )
+
+    async def turn(self) -> None:
+        """Wait, before a stretch of CPU work on the loop, for a turn of it with budget left
+        (:class:`~citeguard.loop_turns.LoopTurns`; at once without one)."""
+        if self._turns is not None:
+            await self._turns.turn()
 
     def page_arrived(
         self, url: str, res: FetchResult, job: asyncio.Future[ExtractedPage | None] | None
@@ -686,6 +702,7 @@ class EarlyValidity:
         if ext is None or ext.page.kind == "unsupported":
             return  # check_validity gives the status
         work = [(pair, ext) for pair in self._by_url[url] if not pair.verified]
+        await self.turn()
         await _verify_pairs(
             work, self._policy, floor=self._floor, serial=self._serial, budget=self._inline
         )

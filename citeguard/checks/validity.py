@@ -160,6 +160,7 @@ async def check_validity(
     pairs = early.pairs if early is not None else build_pairs(answer)
     if early is not None:
         await early.verified()
+        await early.turn()  # what is left is verified in a turn of the loop with time for it
     judge = entailer if policy.entailment.check_entailment else None
     fallback = getattr(judge, "fallback", None)
     if isinstance(fallback, str) and answer.claims:  # backend="auto" without the local model
@@ -189,6 +190,8 @@ async def check_validity(
         # 3b. the cascade: only the claims the first backend left uncertain go to the judge
         if mode == "judge" and cascade is not None and cascade is not judge:
             await judge_uncertain(cascade, pairs, cache=cache)
+    if early is not None:
+        await early.turn()  # the reports, the other axes and the verdict: one stretch of CPU
 
     # 4-6. the reports, on the loop when that is quick, else in a thread (a hostile answer
     # can hold 100,000 claims: building their reports takes seconds)

@@ -665,6 +665,7 @@ async def _attempt(
     if final is None:  # pragma: no cover - guard.stream always ends with its verdict
         return
     verdict = final.verdict
+    await guard.turns.turn()  # the answer assembled and its ending written: a turn with time
     whole = dialect.assemble([(f.event, f.data) for f in relay.frames])
     if whole is not None:
         # the citation objects: checked on the whole answer (its pages are already fetched)

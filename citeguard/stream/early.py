@@ -124,6 +124,7 @@ class _EarlyWork(_Release):
             if url not in self.fetches:  # defensive: its URL was not in the prefix parsed
                 self._start_fetch(url)
         got = await asyncio.gather(*(asyncio.shield(self.fetches[u]) for u in urls))
+        await self.guard.turns.turn()  # the sentence's checks: a turn with time for them
         s.verifying = True
         if any(g.failed for g in got):
             return  # left to the verdict

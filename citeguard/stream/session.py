@@ -60,6 +60,7 @@ class _Session(_EarlyWork):
                 # the final check runs in this context: a child of this span, with its own judge
                 # run (its verdict's judge usage is that of a check() on its own)
                 self._check_ctx = contextvars.copy_context()
+                await self.guard.turns.turn()  # a stream's start-up: a turn with time for it
                 with self.guard._judge_run():
                     await self.guard._prepare_snapshot()
                     self._entailer = self.guard._get_entailer()
@@ -156,6 +157,7 @@ class _Session(_EarlyWork):
 
     async def _finish(self) -> Verdict:
         text = self.text
+        await self.guard.turns.turn()
         parsed = await self._parse(text)  # what check() parses: every URL is now complete
         for url in self._urls(parsed):
             if url not in self.fetches:

@@ -26,6 +26,7 @@ from citeguard.checks.validity import (
 )
 from citeguard.exclusions import current_failures, split_excluded
 from citeguard.extract_stage import ExtractStage
+from citeguard.loop_turns import LoopTurns
 from citeguard.models import (
     Answer,
     Claim,
@@ -70,6 +71,8 @@ class _GuardParts(Protocol):
     def _regimes(self) -> RegimeClassifier: ...
     @property
     def _now(self) -> Callable[[], datetime]: ...
+    @property
+    def turns(self) -> LoopTurns: ...
 
     def _get_fetcher(self) -> Fetcher | SnapshotFetcher: ...
     def _get_entailer(self) -> Entailer | None: ...

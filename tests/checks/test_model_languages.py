@@ -4,6 +4,7 @@ probability neither accepts nor rejects; the deterministic checks still decide."
 from __future__ import annotations
 
 from citeguard.checks.entail import LocalEntailer
+from citeguard.checks.entail.local import UNJUDGED
 from citeguard.policy import EntailmentPolicy
 
 PAGE_ZH = (
@@ -49,7 +50,10 @@ async def test_a_language_the_policy_vouches_for_is_judged_by_the_model() -> Non
     (j,) = await judged.score([(claim, PAGE_DE)])
     assert b.label == "uncertain" and "German (de)" in b.reason
     assert "not shown to judge" not in j.reason  # the model's own bands read it
-    assert b.score == j.score  # the same probability, read or not
+    # the blind entailer never runs the model on the pair: it could not change the label
+    assert blind.texts_encoded == 0 and judged.texts_encoded > 0
+    assert b.score == UNJUDGED and not b.probabilities and b.thresholds is None
+    assert j.probabilities["supported"] == j.score
     await blind.aclose()
     await judged.aclose()
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -17,6 +19,7 @@ from citeguard.checks.entail.base import _BAND_WORDS, EntailmentRequest, Pair, _
 from citeguard.checks.entail.executor import _ExecutorOwner
 from citeguard.checks.entail.windows import Pacer, _candidate_windows, _shortlist, _Window
 from citeguard.checks.minilm import TORCH_ENCODER, bundled_model_path, quiet_model_load
+from citeguard.checks.page_lexicon import LEXICON_MIN_CHARS, PageLexicon
 from citeguard.errors import EntailerError, MissingExtraError
 from citeguard.lang import LANGUAGE_NAMES, language_of
 from citeguard.lang import warm_up as lang_warm_up
@@ -27,12 +30,20 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+_LOG = logging.getLogger("citeguard.entail")
+
 
 # In a language the model is blind to, a claim none of whose numbers and fewer than this share
 # of whose content words are on the page is not supported: on the English development sets (the
 # rule reads no language's wording) 88 of 94 such pairs are labelled unsupported
 # (benchmarks/bench_near_copy.py)
 _BLIND_REJECT_COVERAGE = 0.3
+#: A batch of at least this many pairs has its windows computed in the extraction children
+#: (:meth:`LocalEntailer.offload_to`); a smaller one here (the hand-over costs ~1 ms).
+_OFFLOAD_MIN_PAIRS = 8
+#: The score of a pair the model was not run on (a language it is not shown to judge): no
+#: probability, neither for nor against; its label is the deterministic checks' own.
+UNJUDGED = 0.5
 
 
 def _sigmoid(x: float) -> float:
@@ -124,6 +135,70 @@ def support_input(
     return windows[seen[chosen[0]]], " ".join(chosen)
 
 
+def pair_windows(
+    pairs: Sequence[Pair],
+    policy: EntailmentPolicy,
+    *,
+    lexicon: Callable[[str], PageLexicon | None] | None = None,
+    pace: Callable[[], None] | None = None,
+) -> list[_Window | None]:
+    """Per pair, the window :func:`support_input` reads (a long evidence text read through its
+    page's shared lexicon, ``lexicon``: by default one built here per page), or None. Pure
+    Python over its arguments: it runs in an extraction child as it runs here."""
+    if lexicon is None:
+        lexicon = _page_lexicons()
+    out: list[_Window | None] = []
+    for claim, evidence in pairs:
+        lx = lexicon(evidence)
+        if lx is not None:
+            text = clean_claim(claim)
+            evidence = lx.reduced(text, content_words(text))
+        got = support_input(claim, evidence, policy, pace=pace)
+        out.append(None if got is None else got[0])
+        if pace is not None:
+            pace()
+    return out
+
+
+def _page_lexicons() -> Callable[[str], PageLexicon | None]:
+    """:meth:`SupportScorer.lexicon`'s rule with a cache of one call's own."""
+    built: dict[str, PageLexicon] = {}
+
+    def get(evidence: str) -> PageLexicon | None:
+        if len(evidence) < LEXICON_MIN_CHARS:
+            return None
+        hit = built.get(evidence)
+        if hit is None:
+            hit = built[evidence] = PageLexicon.build(evidence)
+        return hit
+
+    return get
+
+
+def _windows_elsewhere(
+    executor: Executor, pairs: Sequence[Pair], policy: EntailmentPolicy, lanes: int
+) -> list[_Window | None]:
+    """:func:`pair_windows` in ``executor`` (the extraction children), in up to ``lanes``
+    jobs, a page's pairs in one job (its lexicon is built once), the jobs about even."""
+    by_page: dict[str, list[int]] = {}
+    for i, (_, evidence) in enumerate(pairs):
+        by_page.setdefault(evidence, []).append(i)
+    jobs: list[list[int]] = [[] for _ in range(max(1, lanes))]
+    load = [0] * len(jobs)
+    for evidence, idx in sorted(by_page.items(), key=lambda kv: -len(kv[0]) * len(kv[1])):
+        k = load.index(min(load))
+        jobs[k] += idx
+        load[k] += len(evidence) * len(idx)
+    futures = [
+        (idx, executor.submit(pair_windows, [pairs[i] for i in idx], policy)) for idx in jobs if idx
+    ]
+    out: list[_Window | None] = [None] * len(pairs)
+    for idx, fut in futures:
+        for i, win in zip(idx, fut.result(), strict=True):
+            out[i] = win
+    return out
+
+
 class LocalEntailer(_ExecutorOwner):
     """Offline entailment: the learned support scorer over the bundled MiniLM, plus rules.
 
@@ -178,6 +253,7 @@ class LocalEntailer(_ExecutorOwner):
         self._support: tuple[Any, Any] | None = None
         self._support_model: Any = None
         self._load_lock = threading.Lock()
+        self._offload: tuple[Callable[[], Executor | None], int] | None = None
 
     @property
     def policy(self) -> EntailmentPolicy:
@@ -388,37 +464,55 @@ class LocalEntailer(_ExecutorOwner):
                 )
                 out.append(self._decide(p, window, facts))
             return out
-        windows: list[_Window | None] = []
         scorer = self._scorer()
         whole = list(whole_page or [False] * len(pairs))
-        pace = Pacer()
-        for claim, evidence in pairs:
-            # a long evidence text is read through its shared lexicon: the units that can matter
-            lexicon = scorer.lexicon(evidence)
-            if lexicon is not None:
-                text = clean_claim(claim)
-                evidence = lexicon.reduced(text, content_words(text))
-            got = support_input(claim, evidence, self._policy, pace=pace)
-            windows.append(None if got is None else got[0])
-            pace()
-        todo = [i for i, w in enumerate(windows) if w is not None]
+        windows = self._windows(pairs, scorer)
+        # a pair in a language the model is not shown to judge is settled by the deterministic
+        # checks alone: the model is not run on it (its probability would decide nothing)
+        blind = [
+            None if w is None else self._blind_to(claim, w.text)
+            for (claim, _), w in zip(pairs, windows, strict=True)
+        ]
+        todo = [i for i, w in enumerate(windows) if w is not None and blind[i] is None]
         results = scorer.score([pairs[i] for i in todo]) if todo else []
         by_index = dict(zip(todo, results, strict=True))
         for i, ((claim, evidence), win) in enumerate(zip(pairs, windows, strict=True)):
             if win is None:
                 out.append(_empty_score(claim, evidence, self.name))
                 continue
-            prob = float(by_index[i].probability)
-            facts = (
-                f"P(supported) {prob:.2f}, "
+            words = (
                 f"{win.consistency.sentence_coverage:.0%} of claim words in the closest sentences"
             )
-            blind = self._blind_to(claim, win.text)
-            if blind is not None:
-                out.append(self._abstain(prob, win, facts, blind, whole_page=whole[i]))
+            lang = blind[i]
+            if lang is not None:
+                out.append(self._abstain(win, words, lang))
                 continue
-            out.append(self._decide(prob, win, facts, whole_page=whole[i]))
+            prob = float(by_index[i].probability)
+            out.append(
+                self._decide(prob, win, f"P(supported) {prob:.2f}, {words}", whole_page=whole[i])
+            )
         return out
+
+    def offload_to(self, executor: Callable[[], Executor | None], lanes: int = 2) -> None:
+        """Where the pure-Python part of scoring may run instead of this process: the
+        executor ``executor()`` gives when asked (the Guard's extraction children once they are
+        up), in up to ``lanes`` jobs at once. What it returns is what this process computes;
+        a job that fails is done here instead."""
+        self._offload = (executor, lanes)
+
+    def _windows(self, pairs: list[Pair], scorer: Any) -> list[_Window | None]:
+        """Each pair's window: in the extraction children for a batch big enough to be worth
+        the hand-over (they hold no GIL of this process, and the other core is theirs while
+        pages stop arriving), else here, pacing the GIL for the event loop."""
+        if self._offload is not None and len(pairs) >= _OFFLOAD_MIN_PAIRS:
+            get, lanes = self._offload
+            executor = get()
+            if executor is not None:
+                try:
+                    return _windows_elsewhere(executor, pairs, self._policy, lanes)
+                except Exception:  # a child killed, timed out or shut down: done here
+                    _LOG.debug("scoring's windows fell back to this process", exc_info=True)
+        return pair_windows(pairs, self._policy, lexicon=scorer.lexicon, pace=Pacer())
 
     def _blind_to(self, claim: str, evidence: str) -> str | None:
         """The language of a pair the model is not shown to judge (claim and evidence both in
@@ -431,14 +525,12 @@ class LocalEntailer(_ExecutorOwner):
         other = language_of(evidence)
         return None if other == "und" or other in known else lang
 
-    def _abstain(
-        self, p: float, window: _Window, facts: str, lang: str, *, whole_page: bool
-    ) -> EntailmentScore:
-        """A pair in a language the model is blind to: what the deterministic checks show
-        decides (a number the page gives otherwise; none of the claim's numbers and few of its
-        words on the page), the model's probability neither accepts nor rejects."""
+    def _abstain(self, window: _Window, facts: str, lang: str) -> EntailmentScore:
+        """A pair in a language the model is blind to, which it is not run on: what the
+        deterministic checks show decides (a number the page gives otherwise; none of the
+        claim's numbers and few of its words on the page), else it is uncertain. Its score is
+        :data:`UNJUDGED` (no probability: the model did not read it)."""
         cons = window.consistency
-        bands = self.whole_page_bands if whole_page else self.bands
         name = f"{LANGUAGE_NAMES.get(lang, lang)} ({lang})"
         if cons.is_contradiction:
             label: EntailmentLabel = "contradicted"
@@ -455,17 +547,16 @@ class LocalEntailer(_ExecutorOwner):
             )
         else:
             label = "uncertain"
-            reason = f"uncertain: the support model is not shown to judge {name} text ({facts})" + (
-                f"; {cons.describe()}" if cons.describe() else ""
+            reason = (
+                f"uncertain: the support model is not shown to judge {name} text and was not run"
+                f" on it ({facts})" + (f"; {cons.describe()}" if cons.describe() else "")
             )
         return EntailmentScore(
             label=label,
-            score=p,
-            probabilities={"supported": p},
+            score=UNJUDGED,
             evidence=window.text,
             backend=self.name,
             reason=reason,
-            thresholds=bands.pair,
         )
 
     @property
