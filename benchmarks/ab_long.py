@@ -1,7 +1,7 @@
 """AttributionBench's dev pairs on long pages (AB-long): each row's evidence placed inside a real
 page's text from ``passages/`` at a paragraph boundary (page and place seeded by the row), and
 the page those paragraphs make. Shared by :mod:`benchmarks.bench_longpage_bands` (the held-out
-half) and :mod:`benchmarks.whole_page_oof` (the tune half)."""
+half) and :mod:`training.whole_page_bands` (the tune half)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import bench_support_bands as bsb
-from benchmarks import train_support as ts
+from training import support_data as sd
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -47,7 +47,7 @@ def ab_long_half(part: str) -> list[dict[str, Any]]:
     for r in bsb.ab_rows():
         if r["part"] != part:
             continue
-        rnd = random.Random(ts._sha(r["id"]))
+        rnd = random.Random(sd._sha(r["id"]))
         paras = fill[rnd.randrange(len(fill))].split("\n")
         k = rnd.randrange(len(paras) + 1)
         r = dict(r)
@@ -61,5 +61,5 @@ def ab_long_rows() -> list[dict[str, Any]]:
     ``part`` ``band_dev`` or ``report``."""
     rows = ab_long_half("held_out")
     for r in rows:
-        r["part"] = "band_dev" if int(ts._sha(r["question"]), 16) % 2 == 0 else "report"
+        r["part"] = "band_dev" if int(sd._sha(r["question"]), 16) % 2 == 0 else "report"
     return rows

@@ -84,7 +84,7 @@ def regime_accuracy() -> dict[str, Any] | None:
 
 def learned_regime_accuracy() -> dict[str, Any] | None:
     """The learned regime model (``regime_model=True``; fitted on FreshQA dev) per source,
-    grouped out of fold (the other sources out of source), as benchmarks/train_regime.py last
+    grouped out of fold (the other sources out of source), as training/train_regime.py last
     measured it; the rules on the same rows beside it."""
     path = Path(__file__).resolve().parent / "results" / "train_regime.json"
     if not path.is_file():

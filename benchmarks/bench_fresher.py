@@ -3,7 +3,7 @@
     python benchmarks/bench_fresher.py [--limit N] [--out PATH]
 
 Data: the four labelled freshness sources under ``shared/data/freshness`` (FreshQA dev,
-SituatedQA temporal, RealTimeQA, PAT-Questions; ``benchmarks/train_regime.load_rows``: the
+SituatedQA temporal, RealTimeQA, PAT-Questions; ``training/train_regime.load_rows``: the
 same rows and "today" per source that ``regime_confidence.py`` uses). A question is **fast** when
 its label is fast-changing (SituatedQA: ``regime_fine == "fast"``), **slow** when it is slow- or
 never-changing (SituatedQA: never, or ``regime_fine == "slow"``); SituatedQA "changing" rows with
@@ -49,14 +49,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from aiohttp import web  # noqa: E402
-from train_regime import Row, load_rows  # noqa: E402
 
 from citeguard import FetchPolicy, Guard, GuardResult, Policy  # noqa: E402
 from citeguard.feedback import Feedback  # noqa: E402
 from citeguard.web.fetch import StaticResolver  # noqa: E402
+from training.train_regime import Row, load_rows  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 OLD_DAYS = 90

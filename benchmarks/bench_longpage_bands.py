@@ -1,7 +1,6 @@
-"""Claim support on whole pages, through the guard: band tables per kind of evidence, and the
-whole-page bands chosen on development rows.
+"""Claim support on whole pages, through the guard: band tables per kind of evidence, with the
+whole-page bands ``python -m training whole-page-bands`` chose on development rows.
 
-    python -m benchmarks.bench_longpage_bands --calibrate   # choose the whole-page bands
     python -m benchmarks.bench_longpage_bands --held-out    # every held-out figure (the table)
     python -m benchmarks.bench_longpage_bands               # AB-long report + WiCE sample
     python -m benchmarks.bench_longpage_bands --judge       # judge prompt tokens per claim
@@ -11,11 +10,11 @@ Sets (``../shared/data``):
 
 - **AB-long**: AttributionBench dev pairs, each evidence passage placed, at a random position
   (seeded by the row), inside the text of a real page of ``passages/`` (5-300 kB), served as an
-  HTML page at the row's URL. AB's *held-out* half (``benchmarks/train_support.py``: the
+  HTML page at the row's URL. AB's *held-out* half (``training/train_support.py``: the
   support model never saw it) is split again by question group: the **band-dev** half
   (``sha1(question)`` even) takes part in the band choice, the **report** half (odd) is never
   tuned on. AB's *tune* half (the model was fitted on it) takes part in the band choice only
-  through out-of-fold scores (:mod:`benchmarks.whole_page_oof`).
+  through out-of-fold scores (:mod:`training.whole_page_bands`).
 - **WiCE**: claims with the full text of the article they cite. The support model was fitted on
   these rows (``wice_train``): its figures are shown, but are in-sample for the model and
   take no part in the band choice. :func:`held_out` reads
@@ -47,8 +46,8 @@ import numpy as np
 
 from benchmarks import bench_support_bands as bsb
 from benchmarks import longdata as ld
-from benchmarks import train_support as ts
 from benchmarks.ab_long import _html, ab_long_rows
+from training import support_data as sd
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -148,61 +147,6 @@ def summary(rows: Sequence[dict[str, Any]], got: Sequence[dict[str, Any]]) -> di
     }
 
 
-def calibrate() -> dict[str, Any]:
-    """Choose the whole-page bands on whole-page P(supported) out of fold, per kind of
-    evidence (:func:`benchmarks.whole_page_oof.band_pool`): AB's tune half scored by the fold
-    models that did not see its question, and AB-long's band-dev rows scored by the shipped
-    model — each row's evidence found by the guard's steps on its long page (``long``) and on
-    its passage alone served as the page (``short``); never the report half. One pair of bands
-    that keeps the rules (rejections >= 90% right, acceptances >= 85% right) on both kinds
-    (:func:`~benchmarks.whole_page_oof.choose_per_kind`). Writes the artefact with the figures
-    per kind and per source."""
-    from benchmarks import whole_page_oof as wpo
-    from citeguard.checks.entail import LocalEntailer
-
-    pools = {kind: wpo.band_pool(kind) for kind in ("long", "short")}
-    lo, hi = wpo.choose_per_kind(pools)
-    figures: dict[str, Any] = {}
-    for kind, pool in pools.items():
-        figures[f"{kind}_page"] = band_figures(pool["y"], pool["p"], lo, hi)
-        for source in ("ab_tune_oof", "band_dev"):
-            m = pool["source"] == source
-            figures[f"{kind}_page_{source}"] = band_figures(pool["y"][m], pool["p"][m], lo, hi)
-    encoder = LocalEntailer().encoder_name
-    rows = len(pools["long"]["y"])
-    entry = {
-        "reject_below": lo,
-        "accept_from": hi,
-        "chosen_by": "benchmarks/bench_longpage_bands.py --calibrate",
-        "chosen_on": (
-            f"whole-page P(supported) of {rows} AB rows, each with its evidence inside a real "
-            "page's text (long) and alone as the page (short): AB's tune half scored out of "
-            "fold by the shipped recipe refitted in 5 folds grouped by question, and AB-long's "
-            "band-dev rows (AB held-out half, questions with even sha1) scored by the shipped "
-            "model (benchmarks/whole_page_oof.py); the rules held on each kind"
-        ),
-        "rule": "rejections >= 90% right, acceptances >= 85% right (cuts of >= 20 rows)",
-        "figures": figures,
-    }
-    data = json.loads(ARTEFACT.read_text()) if ARTEFACT.exists() else {}
-    data[encoder] = entry
-    ARTEFACT.write_text(json.dumps(data, indent=2) + "\n")
-    return {"encoder": encoder, **entry}
-
-
-def band_figures(y: np.ndarray, p: np.ndarray, lo: float, hi: float) -> dict[str, Any]:
-    """Share and precision of each band on rows ``y`` with P(supported) ``p``."""
-    rej, acc = p < lo, p >= hi
-    return {
-        "rows": len(y),
-        "auc": _auc(y, p),
-        "not_supported_share": round(float(rej.mean()), 4),
-        "not_supported_precision": round(float((y[rej] == 0).mean()), 4) if rej.any() else None,
-        "supported_share": round(float(acc.mean()), 4),
-        "supported_precision": round(float((y[acc] == 1).mean()), 4) if acc.any() else None,
-    }
-
-
 async def report(wice_limit: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     rows = [r for r in ab_long_rows() if r["part"] == "report"]
@@ -241,7 +185,7 @@ async def held_out(*, other_sets: bool = True, limit: int | None = None) -> dict
     held = [dict(r, page_paragraphs=r["evidence"].split("\n")) for r in bsb.ab_rows()]
     held = ld.sample([r for r in held if r["part"] == "held_out"], limit)
     got = await through_guard(held)
-    odd = [i for i, r in enumerate(held) if int(ts._sha(r["question"]), 16) % 2 == 1]
+    odd = [i for i, r in enumerate(held) if int(sd._sha(r["question"]), 16) % 2 == 1]
     out["ab_short_report"] = summary([held[i] for i in odd], [got[i] for i in odd])
     out["ab_short_held_out"] = summary(held, got)
     if other_sets:
@@ -432,7 +376,6 @@ def _answer(pages: Sequence[bsb.ClaimPage]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--calibrate", action="store_true")
     ap.add_argument("--judge", action="store_true", help="judge prompt tokens per claim")
     ap.add_argument("--latency", action="store_true", help="time per claim on long pages")
     ap.add_argument("--wice", type=int, default=300, help="WiCE rows (0: none)")
@@ -445,9 +388,6 @@ def main() -> None:
         old = json.loads(OUT.read_text()) if OUT.exists() else {}
         old["held_out"] = got
         OUT.write_text(json.dumps(old, indent=2) + "\n")
-        return
-    if args.calibrate:
-        print(json.dumps(calibrate(), indent=2))
         return
     if args.latency:
         got = asyncio.run(latency())

@@ -49,10 +49,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from regime_confidence import LICENSED, Item, rules_items, run  # noqa: E402
-from train_regime import (  # noqa: E402
+from citeguard.checks.freshness import classify_freshness  # noqa: E402
+from training.regime_confidence import LICENSED, Item, rules_items, run  # noqa: E402
+from training.train_regime import (  # noqa: E402
     DATA,
     HELD_BACK_SEED,
     HELD_BACK_SHARE,
@@ -62,8 +62,6 @@ from train_regime import (  # noqa: E402
     merged,
     score,
 )
-
-from citeguard.checks.freshness import classify_freshness  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 PARTS = ("development", "held_back")
@@ -124,8 +122,8 @@ def gate_oof(items: Sequence[Item]) -> dict[str, Any]:
 
 def model_oof(rows: Sequence[Row]) -> dict[str, Any]:
     """train_regime's FreshQA-fitted model, grouped out of fold, per source and part."""
-    from train_regime import LICENSED as FIT_ON
-    from train_regime import choose, featurise, grouped_oof
+    from training.train_regime import LICENSED as FIT_ON
+    from training.train_regime import choose, featurise, grouped_oof
 
     x, decisions = featurise(rows)
     config, _ = choose(rows, x, decisions, FIT_ON)

@@ -227,104 +227,182 @@ def _scholarly_id(rng: random.Random, seed: int, k: int) -> tuple[str, str]:
     return written[kind], f"https://doi.org/{doi}"
 
 
-def make_report(
+def _owners(rng: random.Random, shape: Shape, n_numbers: int) -> tuple[int, list[int]]:
+    """Numbers → sources: one each, or several numbers sharing one URL (``multi_number``);
+    (the number of sources, the source of each number)."""
+    if not shape.multi_number:
+        return n_numbers, list(range(n_numbers))
+    n_sources = max(3, n_numbers // 3)
+    owner = [rng.randrange(n_sources) for _ in range(n_numbers)]
+    for s in range(n_sources):
+        owner[s] = s  # every source is cited by at least one number
+    rng.shuffle(owner)
+    return n_sources, owner
+
+
+@dataclass
+class _Sources:
+    """Each source's title, the identifier the report writes, the URL it resolves to, and the
+    pages a plain URL serves (its title)."""
+
+    written: list[str] = field(default_factory=list)
+    expected: list[str] = field(default_factory=list)
+    titles: list[str] = field(default_factory=list)
+    pages: dict[str, str] = field(default_factory=dict)
+
+
+def _sources(
+    rng: random.Random,
     seed: int,
-    lang: Lang,
+    zh: bool,
     shape: Shape,
-    *,
-    n_markers: int,
-    url_of: Callable[[int], str] = lambda k: f"https://site{k % 23}.example.com/docs/{k}",
-) -> Report:
-    """A report of about ``n_markers`` numbered markers over dozens of paragraphs, its reference
-    list written in ``shape``. ``url_of(k)``: the plain URL of source ``k``."""
-    rng = random.Random(f"{seed}:{lang}:{shape.name}")
-    zh = lang == "zh"
-    n_numbers = max(6, n_markers // 3)
-    # numbers → sources: one each, or several numbers sharing one URL
-    if shape.multi_number:
-        n_sources = max(3, n_numbers // 3)
-        owner = [rng.randrange(n_sources) for _ in range(n_numbers)]
-        for s in range(n_sources):
-            owner[s] = s  # every source is cited by at least one number
-        rng.shuffle(owner)
-    else:
-        n_sources = n_numbers
-        owner = list(range(n_numbers))
-    url_written: list[str] = []
-    url_expected: list[str] = []
-    titles: list[str] = []
-    pages: dict[str, str] = {}
+    n_sources: int,
+    url_of: Callable[[int], str],
+) -> _Sources:
+    """Every source's title and identifier: a plain URL, or (``scholarly``, half of them) a DOI
+    or arXiv id."""
+    out = _Sources()
     for s in range(n_sources):
         title = (
             f"{rng.choice(_ZH_TITLES)}（{2019 + s % 6}）"
             if zh
             else f"{rng.choice(_EN_TITLE_WORDS)} {2019 + s % 6}"
         )
-        titles.append(title)
+        out.titles.append(title)
         if shape.scholarly and rng.random() < 0.5:
             written, resolved = _scholarly_id(rng, seed, s)
         else:
             written = resolved = url_of(s)
-            pages[resolved] = title
-        url_written.append(written)
-        url_expected.append(resolved)
-    expected = {str(n + 1): url_expected[owner[n]] for n in range(n_numbers)}
+            out.pages[resolved] = title
+        out.written.append(written)
+        out.expected.append(resolved)
+    return out
 
-    # the body: headed sections of paragraphs, markers at the end of most sentences
-    body: list[str] = []
-    markers = 0
-    inline_ids: dict[str, str] = {}
-    cited_numbers: set[str] = set()
+
+@dataclass
+class _Body:
+    """The report's body as it is written: paragraphs, markers placed so far, the inline
+    scholarly links (marker → URL) and the numbers cited."""
+
+    paragraphs: list[str] = field(default_factory=list)
+    markers: int = 0
+    inline_ids: dict[str, str] = field(default_factory=dict)
+    cited_numbers: set[str] = field(default_factory=set)
+
+
+def _claim_text(rng: random.Random, zh: bool) -> tuple[str, int]:
+    """One sentence's claim (no marker, no full stop) and its year."""
+    num = rng.randint(3, 97)
+    year = rng.randint(2015, 2025)
+    if zh:
+        text = rng.choice(_ZH_SUBJECTS) + rng.choice(_ZH_PREDICATES).format(n=num)
+        return text + rng.choice(_ZH_TAILS).format(y=year), year
+    text = f"{rng.choice(_EN_SUBJECTS)} {rng.choice(_EN_VERBS)} "
+    return text + rng.choice(_EN_OBJECTS).format(n=num) + rng.choice(_EN_TAILS).format(y=year), year
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What every sentence of the body reads: the report's seed, language and shape, how many
+    markers to place over how many numbers, and the first source's title (inline links')."""
+
+    seed: int
+    zh: bool
+    shape: Shape
+    n_markers: int
+    n_numbers: int
+    first_title: str
+
+
+def _sentence(rng: random.Random, body: _Body, plan: _Plan) -> str:
+    """One sentence with its marker (most sentences cite one or two numbers; ``scholarly``: half
+    of the others an inline DOI link), counted into ``body``."""
+    seed, zh, shape, n_markers = plan.seed, plan.zh, plan.shape, plan.n_markers
+    n_numbers, first_title = plan.n_numbers, plan.first_title
+    text, year = _claim_text(rng, zh)
+    cited: list[int] = []
+    if body.markers < n_markers and rng.random() < 0.85:
+        k = 2 if rng.random() < 0.15 and body.markers + 1 < n_markers else 1
+        cited = sorted(rng.sample(range(1, n_numbers + 1), k))
+        body.cited_numbers.update(map(str, cited))
+        body.markers += k
+    mark = _marker(cited, shape.fullwidth or (zh and rng.random() < 0.2), rng)
+    if shape.scholarly and not cited and rng.random() < 0.5:
+        written, resolved = _scholarly_id(rng, seed + 7919, len(body.inline_ids))
+        if not written.startswith("arXiv:"):
+            doi = resolved.removeprefix("https://doi.org/")
+            author = rng.choice(_AUTHORS).split()[0]
+            link = f"[{author}, {year}, {first_title}](doi:{doi})"
+            body.inline_ids[link] = resolved
+            mark = " " + link
+    if zh:
+        return f"{text}{mark}。"
+    return f"{text}{' ' if mark and not mark.startswith(' ') else ''}{mark.strip()}."
+
+
+def _body(rng: random.Random, plan: _Plan) -> _Body:
+    """Headed sections of paragraphs, markers at the end of most sentences, until
+    ``n_markers`` are placed."""
+    body = _Body()
+    zh = plan.zh
     headings = _ZH_HEADINGS if zh else _EN_HEADINGS
     section = 0
-    while markers < n_markers:
-        if not body or rng.random() < 0.2:
+    while body.markers < plan.n_markers:
+        if not body.paragraphs or rng.random() < 0.2:
             head = headings[section % len(headings)]
-            body.append(f"## {head}" if zh else f"## {section + 1}. {head}")
+            body.paragraphs.append(f"## {head}" if zh else f"## {section + 1}. {head}")
             section += 1
-        sentences: list[str] = []
-        for _ in range(rng.randint(3, 5)):
-            num = rng.randint(3, 97)
-            year = rng.randint(2015, 2025)
-            if zh:
-                text = rng.choice(_ZH_SUBJECTS) + rng.choice(_ZH_PREDICATES).format(n=num)
-                text += rng.choice(_ZH_TAILS).format(y=year)
-            else:
-                text = f"{rng.choice(_EN_SUBJECTS)} {rng.choice(_EN_VERBS)} "
-                text += rng.choice(_EN_OBJECTS).format(n=num) + rng.choice(_EN_TAILS).format(y=year)
-            cited: list[int] = []
-            if markers < n_markers and rng.random() < 0.85:
-                k = 2 if rng.random() < 0.15 and markers + 1 < n_markers else 1
-                cited = sorted(rng.sample(range(1, n_numbers + 1), k))
-                cited_numbers.update(map(str, cited))
-                markers += k
-            mark = _marker(cited, shape.fullwidth or (zh and rng.random() < 0.2), rng)
-            if shape.scholarly and not cited and rng.random() < 0.5:
-                written, resolved = _scholarly_id(rng, seed + 7919, len(inline_ids))
-                if not written.startswith("arXiv:"):
-                    doi = resolved.removeprefix("https://doi.org/")
-                    author = rng.choice(_AUTHORS).split()[0]
-                    link = f"[{author}, {year}, {titles[0]}](doi:{doi})"
-                    inline_ids[link] = resolved
-                    mark = " " + link
-            if zh:
-                sentences.append(f"{text}{mark}。")
-            else:
-                sentences.append(
-                    f"{text}{' ' if mark and not mark.startswith(' ') else ''}{mark.strip()}."
-                )
-        body.append(("" if zh else " ").join(sentences))
+        sentences = [_sentence(rng, body, plan) for _ in range(rng.randint(3, 5))]
+        body.paragraphs.append(("" if zh else " ").join(sentences))
+    return body
 
-    refs: list[str] = []
-    if shape.two_lists:  # the titles first, numbered, without URLs
-        refs.append("## 参考文献" if zh else "## References")
-        for n in range(n_numbers):
-            title = titles[owner[n]]
-            if zh:
-                refs.append(f"{n + 1}. 《{title}》，{rng.choice(_ZH_PUBLISHERS)}，{2019 + n % 6}年")
-            else:
-                refs.append(f"{n + 1}. {title}, {rng.choice(_EN_PUBLISHERS)}, {2019 + n % 6}")
-        refs.append("")
+
+def _title_list(
+    rng: random.Random, zh: bool, n_numbers: int, owner: list[int], titles: list[str]
+) -> list[str]:
+    """``two_lists``' first list: the titles, numbered, without URLs."""
+    refs = ["## 参考文献" if zh else "## References"]
+    for n in range(n_numbers):
+        title = titles[owner[n]]
+        if zh:
+            refs.append(f"{n + 1}. 《{title}》，{rng.choice(_ZH_PUBLISHERS)}，{2019 + n % 6}年")
+        else:
+            refs.append(f"{n + 1}. {title}, {rng.choice(_EN_PUBLISHERS)}, {2019 + n % 6}")
+    refs.append("")
+    return refs
+
+
+def _entry(
+    rng: random.Random, zh: bool, shape: Shape, s: int, nums: list[int], sources: _Sources
+) -> list[str]:
+    """The reference entry (one or two lines) of source ``s``, listing every number ``nums``
+    that cites it, in the shape's entry style."""
+    entry = shape.entry
+    style = "url_dash_title" if entry == "numbered" and len(nums) > 1 else entry
+    written, title = sources.written[s], sources.titles[s]
+    scholarly = written != sources.expected[s] or written.startswith("https://doi.org/")
+    if scholarly and style != "title_then_url":
+        author, journal = rng.choice(_AUTHORS), rng.choice(_JOURNALS)
+        text = f"{author} ({2019 + s % 6}). {title}. {journal}. {written}"
+        if style == "numbered":
+            return [f"{nums[0]}. {text}"]
+        return [f"{_entry_marks(nums, shape.fullwidth, style == 'colon')} {text}"]
+    if style == "url_dash_title":
+        return [f"{_entry_marks(nums, shape.fullwidth, False)} {written} - {title}"]
+    if style == "colon":
+        return [f"{_entry_marks(nums, shape.fullwidth, True)} {written}"]
+    if style == "numbered":
+        return [f"{nums[0]}. {title}. {written}"]
+    label = rng.choice(("", "", "URL: ", "链接：" if zh else "Link: "))
+    return [f"{_entry_marks(nums, shape.fullwidth, False)} {title}", f"{label}{written}"]
+
+
+def _references(
+    rng: random.Random, zh: bool, shape: Shape, n_numbers: int, owner: list[int], sources: _Sources
+) -> list[str]:
+    """The reference list(s): the titles first (``two_lists``), the heading (``heading``),
+    then one entry per source."""
+    refs = _title_list(rng, zh, n_numbers, owner, sources.titles) if shape.two_lists else []
     if shape.heading:
         refs.append(
             ("## 来源" if shape.two_lists else "## 参考资料")
@@ -335,31 +413,41 @@ def make_report(
     numbers_of: dict[int, list[int]] = {}
     for n in range(n_numbers):
         numbers_of.setdefault(owner[n], []).append(n + 1)
-    entry = shape.entry
     for s in sorted(numbers_of, key=lambda s: numbers_of[s][0]):
-        nums = numbers_of[s]
-        style = "url_dash_title" if entry == "numbered" and len(nums) > 1 else entry
-        written, title = url_written[s], titles[s]
-        scholarly = written != url_expected[s] or written.startswith("https://doi.org/")
-        if scholarly and style != "title_then_url":
-            author, journal = rng.choice(_AUTHORS), rng.choice(_JOURNALS)
-            text = f"{author} ({2019 + s % 6}). {title}. {journal}. {written}"
-            if style == "numbered":
-                refs.append(f"{nums[0]}. {text}")
-            else:
-                refs.append(f"{_entry_marks(nums, shape.fullwidth, style == 'colon')} {text}")
-        elif style == "url_dash_title":
-            refs.append(f"{_entry_marks(nums, shape.fullwidth, False)} {written} - {title}")
-        elif style == "colon":
-            refs.append(f"{_entry_marks(nums, shape.fullwidth, True)} {written}")
-        elif style == "numbered":
-            refs.append(f"{nums[0]}. {title}. {written}")
-        else:
-            label = rng.choice(("", "", "URL: ", "链接：" if zh else "Link: "))
-            refs.append(f"{_entry_marks(nums, shape.fullwidth, False)} {title}")
-            refs.append(f"{label}{written}")
-    text = "\n\n".join(body) + "\n\n" + "\n".join(refs) + "\n"
-    return Report(lang, shape, text, expected, markers, inline_ids, pages, cited_numbers)
+        refs += _entry(rng, zh, shape, s, numbers_of[s], sources)
+    return refs
+
+
+def make_report(
+    seed: int,
+    lang: Lang,
+    shape: Shape,
+    *,
+    n_markers: int,
+    url_of: Callable[[int], str] = lambda k: f"https://site{k % 23}.example.com/docs/{k}",
+) -> Report:
+    """A report of about ``n_markers`` numbered markers over dozens of paragraphs, its reference
+    list written in ``shape``. ``url_of(k)``: the plain URL of source ``k``. The steps draw
+    from one seeded generator in this order: owners, sources, body, references."""
+    rng = random.Random(f"{seed}:{lang}:{shape.name}")
+    zh = lang == "zh"
+    n_numbers = max(6, n_markers // 3)
+    n_sources, owner = _owners(rng, shape, n_numbers)
+    sources = _sources(rng, seed, zh, shape, n_sources, url_of)
+    expected = {str(n + 1): sources.expected[owner[n]] for n in range(n_numbers)}
+    body = _body(rng, _Plan(seed, zh, shape, n_markers, n_numbers, sources.titles[0]))
+    refs = _references(rng, zh, shape, n_numbers, owner, sources)
+    text = "\n\n".join(body.paragraphs) + "\n\n" + "\n".join(refs) + "\n"
+    return Report(
+        lang,
+        shape,
+        text,
+        expected,
+        body.markers,
+        body.inline_ids,
+        sources.pages,
+        body.cited_numbers,
+    )
 
 
 # --------------------------------------------------------------------------------------------

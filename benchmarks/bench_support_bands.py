@@ -1,35 +1,20 @@
-"""Claim-support bands: choose each backend's two thresholds out of fold, then measure them.
+"""Claim-support bands measured on held-out rows: each backend's band tables, and the whole guard.
 
-    python -m benchmarks.bench_support_bands --calibrate   # choose the bands, write the artefacts
     python -m benchmarks.bench_support_bands               # band tables on held-out rows
     python -m benchmarks.bench_support_bands --guard       # + the whole guard (loopback pages)
 
 Data (read-only, never copied): ``../shared/data/claims/`` and ``../shared/data/passages/``.
 
 **Splits.** AttributionBench dev (``attributionbench_dev.jsonl``, AB) is split as
-``benchmarks/train_support.py`` splits it: rows whose sha1(id) is even are the *tune* half, odd
+``training/support_data.py`` splits it: rows whose sha1(id) is even are the *tune* half, odd
 rows the *held-out* half. The support model was fitted on the four training files and the tune
 half; the held-out half was never used for fitting, calibration or threshold choice, and every
 figure below is reported on it. The split is by row, so the halves share questions; the report
 also gives the held-out rows whose question is not in the tune half (``question_not_in_tune``).
 
-**Choosing the bands** (``--calibrate``), on the tune half only:
-
-* ``local``: the shipped trees' out-of-fold scores: the same model (``train_support``'s
-  ``GBM_PARAMS``, AB tune weight 3, the changed-number negatives) refitted in 5 group-aware
-  folds (groups: the files' ``group``, AB rows by question) over the training files and the
-  tune half, each row scored by the fit that did not see its group, read through the shipped
-  Platt calibration. The shipped model itself is not refitted.
-* ``word_overlap``: content-word recall; Platt fitted in 5 group-aware folds (by question) over
-  the tune half, each row's P(supported) from the fit that did not see its question.
-
-On the AB tune rows' out-of-fold P(supported): ``reject_below`` is the highest cut (0.01 steps)
-below which rejections are at least :data:`REJECT_PRECISION` right (over at least
-:data:`MIN_ROWS` rows; none: 0, nothing is rejected); ``accept_from`` the lowest cut from which
-acceptances are at least :data:`ACCEPT_PRECISION` right (none: 1, nothing is accepted). They
-are written into ``citeguard/checks/support_model_int8.json`` (and the torch artefact: the same
-bands with a note, unless bands chosen on its own encoder are already there) and
-``citeguard/checks/word_overlap_bands.json``.
+**Choosing the bands** is training: ``python -m training support-bands``
+(``training/support_bands.py``) chooses them out of fold on the tune half with
+:func:`choose_bands` and writes them into the shipped artefacts; this module measures them.
 
 **Band tables** (default): every backend that can run here scores the held-out rows through its
 entailer (what the guard calls); per label: share of rows and precision (supported: share
@@ -58,20 +43,19 @@ import argparse
 import asyncio
 import html
 import json
-import pickle
 import re
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
-from benchmarks import train_support as ts
 from benchmarks.longdata import CLAIM_MARKERS
+from training import support_data as sd
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -122,132 +106,9 @@ def choose_bands(y: np.ndarray, prob: np.ndarray) -> dict[str, Any]:
     }
 
 
-def local_oof(encoder: str) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
-    """The AB tune rows and the training-file rows with their out-of-fold P(supported) under
-    the shipped model's recipe and Platt calibration: (rows, probabilities, is AB tune).
-    Cached under ``train_support``'s cache folder (the fits take minutes)."""
-    from citeguard.checks.support import ARTIFACTS, SupportModel
-
-    shipped = SupportModel.load(ARTIFACTS[encoder])
-    cache = ts.CACHE / f"bands_oof_{encoder}.pkl"
-    if cache.is_file():
-        picked, prob, is_tune = pickle.loads(cache.read_bytes())
-        return picked, prob, is_tune
-    rows = ts.load_rows()
-    rows += ts.augment_numbers(rows)
-    x_all, ok = ts.compute_features(rows, encoder)
-    x = x_all[:, shipped.k_units - 1]
-    train_idx = np.array([i for i, r in enumerate(rows) if r["part"] != "held_out" and ok[i]])
-    z = ts.oof_logits(rows, x, train_idx, "gbm", 0.0, 3.0)
-    prob = ts.sigmoid(shipped.platt_a * z + shipped.platt_b)
-    picked = [rows[i] for i in train_idx]
-    is_tune = np.array([r["part"] == "tune" for r in picked])
-    y = np.array([r["y"] for r in picked])
-    a, b = ts.platt(z[is_tune], y[is_tune])
-    print(
-        f"refitted Platt on the OOF logits: a={a:.4f} b={b:.4f} "
-        f"(shipped a={shipped.platt_a} b={shipped.platt_b})",
-        flush=True,
-    )
-    cache.write_bytes(pickle.dumps((picked, prob, is_tune)))
-    return picked, prob, is_tune
-
-
 def ab_rows() -> list[dict[str, Any]]:
     """AttributionBench dev with its ``part`` (tune / held_out), ``group`` and ``y``."""
-    return [r for r in ts.load_rows() if r["source_name"] == "AB"]
-
-
-def _word_recall(rows: Sequence[dict[str, Any]]) -> np.ndarray:
-    from citeguard.checks.entail import word_overlap_recall
-
-    out = np.zeros(len(rows))
-    for i, r in enumerate(rows):
-        got = word_overlap_recall(r["claim"], r["evidence"])
-        out[i] = got[0] if got is not None else 0.0
-    return out
-
-
-def word_overlap_oof(tune: Sequence[dict[str, Any]]) -> tuple[np.ndarray, float, float]:
-    """Out-of-fold P(supported) of word overlap on the tune rows (Platt per fold, folds by
-    question), and the Platt fitted on all of them."""
-    from sklearn.model_selection import GroupKFold
-
-    recall = _word_recall(tune)
-    y = np.array([r["y"] for r in tune])
-    groups = [r["group"] for r in tune]
-    prob = np.zeros(len(tune))
-    folds = GroupKFold(n_splits=5, shuffle=True, random_state=ts.SEED)
-    for tr, te in folds.split(recall, groups=groups):
-        a, b = ts.platt(recall[tr], y[tr])
-        prob[te] = ts.sigmoid(a * recall[te] + b)
-    a, b = ts.platt(recall, y)
-    return prob, a, b
-
-
-def calibrate(encoder: str) -> dict[str, Any]:
-    """Choose and write the bands (see the module doc)."""
-    from citeguard.checks.bands import WORD_OVERLAP_BANDS_PATH, SupportBands
-    from citeguard.checks.support import ARTIFACTS, SupportModel
-
-    report: dict[str, Any] = {
-        "rule": f"rejections >= {REJECT_PRECISION:.0%} right, acceptances >= "
-        f"{ACCEPT_PRECISION:.0%} right, on out-of-fold AB tune rows (cuts of >= {MIN_ROWS} rows)"
-    }
-    picked, prob, is_tune = local_oof(encoder)
-    y = np.array([r["y"] for r in picked])
-    chosen = choose_bands(y[is_tune], prob[is_tune])
-    pool = ~is_tune & np.array([r["source_name"] != "augmented_numbers" for r in picked])
-    lo, hi = chosen["reject_below"], chosen["accept_from"]
-    chosen["training_files_out_of_fold"] = {
-        "rows": int(pool.sum()),
-        "not_supported_precision": round(float((y[pool & (prob < lo)] == 0).mean()), 4),
-        "supported_precision": round(float((y[pool & (prob >= hi)] == 1).mean()), 4),
-        "uncertain_share": round(float((pool & (prob >= lo) & (prob < hi)).sum() / pool.sum()), 4),
-    }
-    report["local"] = {"encoder": encoder, **chosen}
-    meta = {
-        "chosen_by": "benchmarks/bench_support_bands.py --calibrate",
-        "chosen_on": f"out-of-fold P(supported) of {int(is_tune.sum())} AttributionBench tune "
-        f"rows ({encoder} features; 5 group-aware folds, the shipped recipe and Platt)",
-        "rule": report["rule"],
-        "out_of_fold": chosen["out_of_fold"],
-    }
-    for name, path in ARTIFACTS.items():
-        model = SupportModel.load(path)
-        if name == encoder:
-            this = SupportBands(lo, hi, source="", meta={**meta, "encoder": name})
-        elif model.bands is not None and model.bands.meta.get("encoder") == name:
-            continue  # chosen on its own encoder's scores earlier: kept
-        else:
-            note = f"chosen on the {encoder} encoder's scores: this artefact's trees share its "
-            note += "features and recipe, but were not scored out of fold themselves"
-            this = SupportBands(lo, hi, source="", meta={**meta, "note": note})
-        path.write_text(ts.artifact_json(replace(model, bands=this)), encoding="utf-8")
-        print(f"wrote bands {lo} / {hi} into {path.name}", flush=True)
-
-    # word overlap
-    tune = [r for r in ab_rows() if r["part"] == "tune"]
-    wprob, a, b = word_overlap_oof(tune)
-    wy = np.array([r["y"] for r in tune])
-    wchosen = choose_bands(wy, wprob)
-    report["word_overlap"] = {"platt": [round(a, 6), round(b, 6)], **wchosen}
-    artefact = {
-        "platt_a": round(a, 6),
-        "platt_b": round(b, 6),
-        "bands": {
-            "reject_below": wchosen["reject_below"],
-            "accept_from": wchosen["accept_from"],
-            "chosen_by": "benchmarks/bench_support_bands.py --calibrate",
-            "chosen_on": f"out-of-fold P(supported) of {len(tune)} AttributionBench tune rows "
-            "(content-word recall; Platt in 5 folds grouped by question)",
-            "rule": report["rule"],
-            "out_of_fold": wchosen["out_of_fold"],
-        },
-    }
-    WORD_OVERLAP_BANDS_PATH.write_text(json.dumps(artefact, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {WORD_OVERLAP_BANDS_PATH.name}: {json.dumps(wchosen)}", flush=True)
-    return report
+    return [r for r in sd.load_rows() if r["source_name"] == "AB"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -286,7 +147,7 @@ def tables(rows: Sequence[dict[str, Any]], labels: Sequence[str]) -> dict[str, A
     """Overall, per subset, and the rows whose question is not in the tune half."""
     y = np.array([r["y"] for r in rows])
     out = {"overall": band_table(y, labels)}
-    for s in ts.AB_SUBSETS:
+    for s in sd.AB_SUBSETS:
         m = [i for i, r in enumerate(rows) if r["subset"] == s]
         out[s] = band_table(y[m], [labels[i] for i in m])
     m = [i for i, r in enumerate(rows) if not r["question_in_tune"]]
@@ -351,7 +212,7 @@ def claim_pages(rows: Sequence[dict[str, Any]]) -> list[ClaimPage]:
         # gets a made-up one: what is measured is the support judgement, not URL parsing
         odd = re.search(r"[\[\]() \"'<>]|[.,;:!?]$", path)
         if not host or (host, path) in taken or odd:
-            host, path = f"claims{k % 17}.example.org", f"/row/{ts._sha(r['id'])[:12]}"
+            host, path = f"claims{k % 17}.example.org", f"/row/{sd._sha(r['id'])[:12]}"
         taken.add((host, path))
         served = f"http://{host}{path}"
         paras = "".join(
@@ -468,7 +329,7 @@ async def guard_claims(backend: str = "auto") -> dict[str, Any]:
                 "statuses": dict(statuses.most_common()),
                 "seconds": round(time.perf_counter() - t, 1),
             }
-            for s in ts.AB_SUBSETS:
+            for s in sd.AB_SUBSETS:
                 idx = [i for i, r in enumerate(held) if r["subset"] == s]
                 block[s] = claim_tally([held[i] for i in idx], [outcomes[i] for i in idx])
             idx = [i for i, r in enumerate(held) if not r["question_in_tune"]]
@@ -618,8 +479,6 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calibrate", action="store_true", help="choose the bands, write artefacts")
-    ap.add_argument("--encoder", default="minilm-onnx-int8")
     ap.add_argument("--guard", action="store_true", help="also the whole-guard measures")
     ap.add_argument("--guard-only", action="store_true", help="only the whole-guard measures")
     ap.add_argument("--pages", type=int, default=None, help="passages pages (default: all)")
@@ -631,16 +490,13 @@ def main(argv: list[str] | None = None) -> int:
         res[key] = value
         OUT.write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
 
-    if args.calibrate:
-        save("calibration", calibrate(args.encoder))
-    else:
-        if not args.guard_only:
-            save("bands", asyncio.run(band_report()))
-        if args.guard or args.guard_only:
-            save("guard_claims", asyncio.run(guard_claims()))
-            save("guard_claims_word_overlap", asyncio.run(guard_claims("word_overlap")))
-            save("guard_passages", asyncio.run(guard_quotes_and_injected(args.pages)))
-            save("targets", targets(res))
+    if not args.guard_only:
+        save("bands", asyncio.run(band_report()))
+    if args.guard or args.guard_only:
+        save("guard_claims", asyncio.run(guard_claims()))
+        save("guard_claims_word_overlap", asyncio.run(guard_claims("word_overlap")))
+        save("guard_passages", asyncio.run(guard_quotes_and_injected(args.pages)))
+        save("targets", targets(res))
     print(json.dumps(res.get("targets", []), indent=1))
     return 0
 

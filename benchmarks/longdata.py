@@ -18,14 +18,14 @@ removed), ``y`` (1: supported under the file's strict binarisation), ``group`` (
 a source question, WiCE article or AB question share it; ExpertQA pool and AB rows of one
 question share one), ``split`` (``dev`` or ``held_out``), ``fold`` (0-4, a function of the
 group), ``model_trained_on`` (the shipped support model was fitted on this row's pair:
-``benchmarks/train_support.py`` fits on all WiCE rows, the ExpertQA pool rows whose question is
+``training/train_support.py`` fits on all WiCE rows, the ExpertQA pool rows whose question is
 not in the AB held-out half, and the AB tune half), ``subset``, ``page`` (:class:`PageSpec`)
 and ``evidence_chars``; WiCE rows add ``oracle_evidence``, the lines of the first set the
 annotators marked as together supporting the claim (the retrieval a perfect finder would do).
 
 **Split.** AttributionBench rows keep the split every support benchmark uses (sha1 of the id:
-even = tune, odd = held out; ``train_support.load_rows``), so the held-out half stays the one
-no model, calibration or band saw; it is a split by row, so ``question_in_dev`` marks the
+even = tune, odd = held out; ``training.support_data.load_rows``), so the held-out half stays the
+one no model, calibration or band saw; it is a split by row, so ``question_in_dev`` marks the
 held-out rows whose question has dev rows too. WiCE and ExpertQA pool rows are split by group:
 ``fold = sha1("longdata|" + group) % 5``, fold 0 held out. Every dev row's ``fold`` is what the
 out-of-fold band choice (:mod:`benchmarks.bench_longpage`) groups by.

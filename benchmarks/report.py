@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,28 +30,21 @@ def _table(head: list[str], rows: list[list[Any]]) -> list[str]:
     return [*out, ""]
 
 
-def summary_markdown(results: dict[str, Any]) -> str:
-    """The Markdown summary: a targets table, then one table per scenario."""
-    meta = results["meta"]
-    sc: dict[str, Any] = results["scenarios"]
-    lines = [
-        "# citeguard benchmark summary",
-        "",
-        f"Run {meta['started']} · seed {meta['seed']} · size `{meta['size']}` · "
-        f"Python {meta['python']} · {meta['cpus']} CPUs · load average at start "
-        f"{meta['loadavg_start']} · {meta['elapsed_s']:.0f} s. "
-        "Absolute times are context on a shared machine; the ratios (measured in the same run, "
-        "contenders interleaved) are the result. Regenerate with `python -m benchmarks`.",
-        "",
-        "## Targets",
-        "",
-    ]
+def _targets_section(sc: dict[str, Any]) -> list[str]:
+    """The targets table: every scenario's targets, one row each."""
+    lines: list[str] = []
     rows = []
     for name, res in sc.items():
         for t in res.get("targets", []):
             rows.append([name, t["name"], t["target"], _f(t["value"], 3), t["met"]])
     lines += _table(["scenario", "what", "target", "measured", "met"], rows)
 
+    return lines
+
+
+def _guard_section(sc: dict[str, Any]) -> list[str]:
+    """Guard verification time against the slowest URL, and the answer with a dead host."""
+    lines: list[str] = []
     g = sc.get("guard")
     if g and "rows" in g:
         lines += ["## Guard verification time vs the slowest URL (ideal 1.0)", ""]
@@ -89,6 +83,13 @@ def summary_markdown(results: dict[str, Any]) -> str:
                 f"({to['url_timeout_s']} s; ideal 1.0).",
                 "",
             ]
+    return lines
+
+
+def _throughput_section(sc: dict[str, Any]) -> list[str]:
+    """URL-check throughput per URL count: every contender, the like-for-like ratios and the
+    farm's floor."""
+    lines: list[str] = []
     t = sc.get("throughput")
     if t and "runs" in t:
         lines += ["## URL-check throughput (same URLs, same farm, same run)", ""]
@@ -170,6 +171,12 @@ def summary_markdown(results: dict[str, Any]) -> str:
             "not in it.",
             "",
         ]
+    return lines
+
+
+def _extract_section(sc: dict[str, Any]) -> list[str]:
+    """Extraction + passage matching per page (or why it was skipped)."""
+    lines: list[str] = []
     e = sc.get("extract")
     if e and "median_ms" in e:
         lines += ["## Extraction + passage matching per page", ""]
@@ -181,6 +188,12 @@ def summary_markdown(results: dict[str, Any]) -> str:
         lines += _table(["ratio", "value"], [[k, _f(v, 3)] for k, v in e["ratios"].items()])
     elif e:
         lines += ["## Extraction", "", f"Skipped: {e.get('skipped')}", ""]
+    return lines
+
+
+def _entail_section(sc: dict[str, Any]) -> list[str]:
+    """Entailment throughput per backend and pair set."""
+    lines: list[str] = []
     en = sc.get("entail")
     if en and "backends" in en:
         lines += ["## Entailment throughput", "", f"Pairs: {en['source']}.", ""]
@@ -218,6 +231,12 @@ def summary_markdown(results: dict[str, Any]) -> str:
             + "; ".join(f"{k}: {v}" for k, v in en["not_measured"].items() if v),
             "",
         ]
+    return lines
+
+
+def _snapshot_section(sc: dict[str, Any]) -> list[str]:
+    """Replay from a snapshot against the live loopback fetch."""
+    lines: list[str] = []
     s = sc.get("snapshot")
     if s and "replay" in s:
         lines += ["## Replay from a snapshot (10-URL answer)", ""]
@@ -235,6 +254,12 @@ def summary_markdown(results: dict[str, Any]) -> str:
             f"record / live = {_f(s['record_over_live_loopback'], 3)}.",
             "",
         ]
+    return lines
+
+
+def _inflight_section(sc: dict[str, Any]) -> list[str]:
+    """Guarded answers in flight: wall, loop lag, memory, file descriptors."""
+    lines: list[str] = []
     i = sc.get("inflight")
     if i and "wall_s_median" in i:
         lines += [f"## {i['answers']} guarded answers in flight (entailment {i['entailment']})", ""]
@@ -263,6 +288,12 @@ def summary_markdown(results: dict[str, Any]) -> str:
                 ],
             ],
         )
+    return lines
+
+
+def _load_section(sc: dict[str, Any]) -> list[str]:
+    """Load: loop lag, GC pauses and checks/s per runtime variant."""
+    lines: list[str] = []
     ld = sc.get("load")
     if ld and "runs" in ld:
         lines += [
@@ -301,6 +332,12 @@ def summary_markdown(results: dict[str, Any]) -> str:
             " full collection, GIL switch interval 0.1 ms). Target: p99 <= 20 ms in `default`.",
             "",
         ]
+    return lines
+
+
+def _stalls_section(sc: dict[str, Any]) -> list[str]:
+    """One hostile input at a time: the longest event-loop stall."""
+    lines: list[str] = []
     st = sc.get("stalls")
     if st and "inputs" in st:
         lines += ["## One hostile input at a time: the longest event-loop stall", ""]
@@ -353,6 +390,12 @@ def summary_markdown(results: dict[str, Any]) -> str:
                 " runtime runs them only between checks.",
                 "",
             ]
+    return lines
+
+
+def _axes_section(sc: dict[str, Any]) -> list[str]:
+    """The answer-level axes' costs and the regime accuracy."""
+    lines: list[str] = []
     a = sc.get("axes")
     if a and "diversity" in a:
         lines += ["## Answer-level axes", ""]
@@ -369,6 +412,12 @@ def summary_markdown(results: dict[str, Any]) -> str:
                 ["freshness regime accuracy, held-out half", acc["held_out_half"]["accuracy"]]
             )
         lines += _table(["measure", "value"], rows)
+    return lines
+
+
+def _delegated_section(sc: dict[str, Any]) -> list[str]:
+    """The sections the scenarios' own modules write (quotes, repair, report parsing)."""
+    lines: list[str] = []
     qs = sc.get("quotes")
     if qs and "configs" in qs:
         from benchmarks.bench_quotes import summary_lines
@@ -384,9 +433,54 @@ def summary_markdown(results: dict[str, Any]) -> str:
         from benchmarks.bench_report_parse import summary_lines as report_parse_lines
 
         lines += report_parse_lines(rps)
+    return lines
+
+
+def _skipped_section(sc: dict[str, Any]) -> list[str]:
+    """The scenarios that were skipped, and why."""
+    lines: list[str] = []
     skipped = [f"- {k}: {v['skipped']}" for k, v in sc.items() if "skipped" in v]
     if skipped:
         lines += ["## Skipped", "", *skipped, ""]
+    return lines
+
+
+#: The summary's sections after its heading, in order: each renders its scenario's results
+#: (nothing when the scenario did not run).
+SECTIONS: tuple[Callable[[dict[str, Any]], list[str]], ...] = (
+    _targets_section,
+    _guard_section,
+    _throughput_section,
+    _extract_section,
+    _entail_section,
+    _snapshot_section,
+    _inflight_section,
+    _load_section,
+    _stalls_section,
+    _axes_section,
+    _delegated_section,
+    _skipped_section,
+)
+
+
+def summary_markdown(results: dict[str, Any]) -> str:
+    """The Markdown summary: a targets table, then one table per scenario."""
+    meta = results["meta"]
+    sc: dict[str, Any] = results["scenarios"]
+    lines = [
+        "# citeguard benchmark summary",
+        "",
+        f"Run {meta['started']} · seed {meta['seed']} · size `{meta['size']}` · "
+        f"Python {meta['python']} · {meta['cpus']} CPUs · load average at start "
+        f"{meta['loadavg_start']} · {meta['elapsed_s']:.0f} s. "
+        "Absolute times are context on a shared machine; the ratios (measured in the same run, "
+        "contenders interleaved) are the result. Regenerate with `python -m benchmarks`.",
+        "",
+        "## Targets",
+        "",
+    ]
+    for section in SECTIONS:
+        lines += section(sc)
     return "\n".join(lines).rstrip() + "\n"
 
 

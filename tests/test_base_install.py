@@ -133,7 +133,8 @@ def test_base_install_checks_an_answer(base_venv: Path, tmp_path: Path) -> None:
 
 
 def test_the_wheel_carries_the_model(tmp_path: Path) -> None:
-    """The built wheel holds the int8 model, its tokenizer, manifest and licence notice."""
+    """The built wheel holds the int8 model, its tokenizer, manifest and licence notice, and
+    nothing of the rooms outside the package (benchmarks, training, research)."""
     import zipfile
 
     proc = subprocess.run(
@@ -147,6 +148,8 @@ def test_the_wheel_carries_the_model(tmp_path: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in ("model_int8.onnx", "tokenizer.json", "manifest.json", "LICENSE", "NOTICE"):
         assert f"citeguard/models_data/minilm/{name}" in names
+    packages = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert packages == {"citeguard"}, packages
 
 
 def test_the_base_install_is_within_300_mb(base_venv: Path) -> None:

@@ -181,11 +181,12 @@ async def test_harness_runs_rows_through_the_guard() -> None:
 
 
 def test_whole_page_bands_keep_the_rules_on_each_kind_of_evidence() -> None:
-    """``whole_page_oof.choose_per_kind``: one pair of bands whose cuts hold the confident
-    gate's rules on every pool; a pool whose low scores are mixed pulls the reject cut down."""
+    """``training.whole_page_bands.choose_per_kind``: one pair of bands whose cuts hold the
+    confident gate's rules on every pool; a pool whose low scores are mixed pulls the reject
+    cut down."""
     import numpy as np
 
-    from benchmarks.whole_page_oof import choose_per_kind
+    from training.whole_page_bands import choose_per_kind
 
     p = np.round(np.arange(200) / 200, 3)  # 0.000 .. 0.995, one row each
     clean = {"y": (p >= 0.5).astype(int), "p": p}  # every cut is right

@@ -1,15 +1,22 @@
-"""No import loops anywhere in ``citeguard/``.
+"""No import loops anywhere in ``citeguard/``, and the rooms outside the package stay outside.
 
 Every ``import`` statement of every module is read with :mod:`ast` — at module level, inside
 functions, and inside ``if TYPE_CHECKING:`` blocks alike — and the resulting graph of
 citeguard modules must be acyclic. A package's ``__init__`` is the module of that package's
 name. Only explicit imports are edges: importing ``citeguard.a.b`` is an edge to
 ``citeguard.a.b``, not to the packages above it.
+
+Outside the package (issue 55): ``benchmarks/`` measures the product, ``training/`` builds the
+artefacts it ships, ``research/`` records what was tried and not shipped. Nothing in
+``citeguard/`` imports any of the three (the wheel holds none of them), and neither the suite
+nor the training imports ``research/`` (its tests may).
 """
 
 from __future__ import annotations
 
 import ast
+import fnmatch
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -109,7 +116,66 @@ def test_citeguard_has_no_import_cycle() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+ROOMS = ("benchmarks", "training", "research")
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The first name of every absolute import in ``path``'s source, wherever it stands."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def room_imports(folder: str, rooms: tuple[str, ...], root: Path = ROOT) -> dict[str, set[str]]:
+    """The modules under ``folder`` that import one of ``rooms``, with the rooms they import."""
+    out: dict[str, set[str]] = {}
+    for path in sorted((root / folder).rglob("*.py")):
+        if hits := top_level_imports(path) & set(rooms):
+            out[str(path.relative_to(root))] = hits
+    return out
+
+
+def test_the_package_imports_nothing_from_outside_it() -> None:
+    assert len(list((ROOT / PACKAGE).rglob("*.py"))) > 20
+    assert room_imports(PACKAGE, ROOMS) == {}
+
+
+def test_neither_the_suite_nor_the_training_imports_research() -> None:
+    for folder in ("benchmarks", "training", "examples"):
+        assert room_imports(folder, ("research",)) == {}, folder
+
+
+def test_the_wheel_holds_only_the_package() -> None:
+    """setuptools' package discovery (pyproject) matches none of the rooms outside it."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    include = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert include and fnmatch.fnmatch(PACKAGE, include[0])
+    for room in ROOMS:
+        assert (ROOT / room / "__init__.py").is_file(), room
+        assert not any(fnmatch.fnmatch(room, pattern) for pattern in include), room
+
+
 # ---------------------------------------------------------------------- the scanner itself
+
+
+def test_the_room_scanner_sees_imports_anywhere(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "pkg/a.py": "def f():\n    from training.support_data import load_rows\n",
+            "pkg/b.py": "import benchmarks.web as w\nfrom . import a\n",
+            "pkg/c.py": "import json\nfrom research_notes import x\n",
+        },
+    )
+    assert room_imports("pkg", ROOMS, tmp_path) == {
+        "pkg/a.py": {"training"},
+        "pkg/b.py": {"benchmarks"},
+    }
 
 
 def _write(root: Path, files: Mapping[str, str]) -> None:

@@ -742,6 +742,13 @@ async def test_guarded_run_with_two_attempts_is_debuggable_from_spans(
     assert result.passed and len(result.attempts) == 2  # the scenario itself
 
     run = spans.one("citeguard.run")
+    _the_run_span_says_what_happened(spans, run, result)
+    checks = _each_attempt_says_what_was_asked(spans, run, result, good=good, bad=bad)
+    _the_first_check_says_which_url_failed_and_why(spans, checks[0], bad)
+    _the_second_check_shows_every_stage_of_the_good_page(spans, checks[1], good)
+
+
+def _the_run_span_says_what_happened(spans: Spans, run: Any, result: Any) -> None:
     assert run.parent is None
     assert {s.context.trace_id for s in spans.all} == {run.context.trace_id}
     r = attrs(run)
@@ -755,6 +762,12 @@ async def test_guarded_run_with_two_attempts_is_debuggable_from_spans(
     assert r["evaluations.0.evaluation.label"] == "pass"
     assert spans.children(run, "citeguard.axis.validity") == []  # per-attempt, not repeated
 
+
+def _each_attempt_says_what_was_asked(
+    spans: Spans, run: Any, result: Any, *, good: str, bad: str
+) -> list[Any]:
+    """The synthesis spans (which URL each attempt was told to avoid, the feedback, the query
+    sent); returns the attempts' check spans in order."""
     synths = sorted(spans.children(run, "citeguard.synthesize"), key=lambda s: s.start_time or 0)
     checks = sorted(spans.children(run, "citeguard.check"), key=lambda s: s.start_time or 0)
     assert [attrs(s)["citeguard.attempt"] for s in synths] == [1, 2]
@@ -783,9 +796,11 @@ async def test_guarded_run_with_two_attempts_is_debuggable_from_spans(
         (call,) = spans.children(search, "citeguard.search.call")
         assert attrs(call)["openinference.span.kind"] == "TOOL"
         assert attrs(call)["tool.name"] == "testsearch"
+    return checks
 
+
+def _the_first_check_says_which_url_failed_and_why(spans: Spans, first: Any, bad: str) -> None:
     # attempt 1: which URL failed, why, and which axis dropped
-    first = checks[0]
     f = attrs(first)
     assert f["citeguard.passed"] is False
     assert f["citeguard.failed_axes"] == ("validity",)
@@ -809,8 +824,11 @@ async def test_guarded_run_with_two_attempts_is_debuggable_from_spans(
     assert bad in v["evaluations.0.evaluation.explanation"]
     assert len(spans.children(first, "citeguard.fetch")) == 1
 
+
+def _the_second_check_shows_every_stage_of_the_good_page(
+    spans: Spans, second: Any, good: str
+) -> None:
     # attempt 2 passes: the good page went through fetch, extract and passage
-    second = checks[1]
     assert attrs(second)["citeguard.passed"] is True
     (cit2,) = spans.children(second, "citeguard.citation")
     assert attrs(cit2)["citeguard.url"] == good

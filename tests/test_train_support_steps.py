@@ -1,4 +1,4 @@
-"""The steps ``benchmarks/train_support.py``'s command line runs: its arguments, the final fit of
+"""The steps ``training/train_support.py``'s command line runs: its arguments, the final fit of
 the shipped artifact, the held-out scores and the cross-validated grid, on small synthetic rows
 whose label one rising feature carries."""
 
@@ -10,20 +10,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks.train_support import (
+from citeguard.checks.support import FEATURE_NAMES
+from training.train_support import (
     AB_SUBSETS,
     fit_artifact,
     held_out_scores,
     parse_args,
     search_grid,
 )
-from citeguard.checks.support import FEATURE_NAMES
 
 
 def _data(n: int = 240) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
     """Rows (train pool, AB tune, held-out AB) and (n, 2, features) features: the label rides on
     the first feature, its noise is small."""
-    from benchmarks.support_fit import RISING
+    from training.support_fit import RISING
 
     rng = np.random.default_rng(7)
     signal = FEATURE_NAMES.index(next(f for f in FEATURE_NAMES if f in RISING))

@@ -3,7 +3,7 @@
 Every entailment backend reads its probability with two thresholds: ``not_supported`` below
 ``reject_below``, ``supported`` from ``accept_from``, ``uncertain`` between. The thresholds of
 the trained backends were chosen out of fold on development data (group-aware folds;
-``benchmarks/bench_support_bands.py --calibrate``): ``reject_below`` is the highest cut whose
+``python -m training support-bands``): ``reject_below`` is the highest cut whose
 rejections were at least 90% right on rows the model had not seen, ``accept_from`` the lowest
 whose acceptances were at least 85% right. They ship with the backend's artefact
 (``support_model*.json`` for the local model, ``word_overlap_bands.json`` for word overlap);
@@ -37,7 +37,7 @@ BandLabel = Literal["supported", "uncertain", "not_supported"]
 
 WORD_OVERLAP_BANDS_PATH = Path(__file__).with_name("word_overlap_bands.json")
 #: The local model's bands for whole-page evidence, per encoder
-#: (``benchmarks/bench_longpage_bands.py --calibrate`` writes it).
+#: (``python -m training whole-page-bands`` writes it).
 WHOLE_PAGE_BANDS_PATH = Path(__file__).with_name("support_bands_whole_page.json")
 
 

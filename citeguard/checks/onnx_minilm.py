@@ -2,7 +2,7 @@
 
 The int8 model and its tokenizer ship inside the package (``citeguard/models_data/minilm/``:
 ``model_int8.onnx``, ~23 MB, and ``tokenizer.json``), built once at development time by
-``scripts/build_minilm_onnx.py`` from the bundled all-MiniLM-L6-v2 weights (torch's exporter,
+``training/build_minilm_onnx.py`` from the bundled all-MiniLM-L6-v2 weights (torch's exporter,
 then ONNX Runtime's dynamic int8 quantisation). At run time it needs only ``onnxruntime``
 and ``numpy`` (base dependencies; the tokenizer is :mod:`citeguard.checks.wordpiece`, which
 reads ``tokenizer.json``): no torch, no sentence-transformers, nothing built or downloaded.
@@ -10,7 +10,7 @@ reads ``tokenizer.json``): no torch, no sentence-transformers, nothing built or 
 checks them and refuses a file that does not match (:class:`~citeguard.errors.EntailerError`).
 
 Why int8 on ONNX Runtime: on two CPU cores it scored ~1.8-3x as many pairs per second as torch
-in fp32 (the suite's ``entail`` scenario and ``benchmarks/train_support.py --evaluate``), and its
+in fp32 (the suite's ``entail`` scenario and ``training/train_support.py --evaluate``), and its
 session releases the GIL for the whole forward pass. Its vectors differ slightly from fp32 ones
 (token cosine ~0.96), so the support model has its own coefficients for it
 (``support_model_int8.json``), fitted and held-out-scored on its features.
@@ -78,7 +78,7 @@ def _verified(directory: Path) -> tuple[bytes, dict[str, Any]]:
             raise EntailerError(
                 f"{directory / name} has sha256 {got}, but the manifest records "
                 f"{expected.get(name)}: the file is damaged or was replaced; reinstall "
-                f"citeguard-agent (or rebuild it with scripts/build_minilm_onnx.py)"
+                f"citeguard-agent (or rebuild it with training/build_minilm_onnx.py)"
             )
     return model, manifest
 

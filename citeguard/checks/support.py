@@ -15,12 +15,12 @@ pass), and computes a short feature vector:
 - lengths.
 
 Gradient-boosted trees (150 trees of at most 15 leaves) fitted by
-``benchmarks/train_support.py`` (group-aware folds over ~6,500 labelled pairs, Platt calibration
+``training/train_support.py`` (group-aware folds over ~6,500 labelled pairs, Platt calibration
 on out-of-fold predictions of AttributionBench's tune half) turn them into a calibrated
 P(supported). On AttributionBench's held-out half (never tuned on), LocalEntailer's verdicts
 with the int8 encoder beat those of the logistic model the trees replaced: macro-F1 0.724 vs
 0.701, supported precision 0.781 vs 0.709, ExpertQA 0.632 vs 0.624
-(``benchmarks/results/train_support_minilm-onnx-int8.json``). The fitted model lives in
+(``training/results/train_support_minilm-onnx-int8.json``). The fitted model lives in
 ``support_model_int8.json`` (``support_model.json`` for the torch encoder) next to this module.
 Inference needs numpy and the sentence model, nothing else.
 """
@@ -467,7 +467,7 @@ _MAX_TREE_NODES = 4_096
 @dataclass(frozen=True, slots=True, eq=False)
 class TreeEnsemble:
     """Gradient-boosted regression trees on the log-odds (scikit-learn's
-    ``HistGradientBoostingClassifier``, exported by ``benchmarks/train_support.py``):
+    ``HistGradientBoostingClassifier``, exported by ``training/train_support.py``):
     z = baseline + Σ (the value of the leaf each tree sends ``x`` to).
 
     Node arrays are (trees, nodes), padded; ``feature`` is −1 at a leaf. A node sends ``x`` left

@@ -79,7 +79,7 @@ def test_every_support_artefact_ships_bands_chosen_out_of_fold(name: str) -> Non
     lo, hi = model.bands.pair
     assert 0.0 < lo <= hi < 1.0
     meta = model.bands.meta
-    assert meta["chosen_by"] == "benchmarks/bench_support_bands.py --calibrate"
+    assert meta["chosen_by"] == "python -m training support-bands"
     assert "out-of-fold" in meta["chosen_on"]
     oof = meta["out_of_fold"]
     # what the rule promised on the rows the bands were chosen on

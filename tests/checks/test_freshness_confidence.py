@@ -12,7 +12,6 @@ source stale; an uncertain question kind gets the lowest plausible domain floor.
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -328,8 +327,7 @@ _DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "freshness"
 
 @pytest.mark.skipif(not _DATA.is_dir(), reason="shared/data/freshness is absent")
 def test_the_shipped_table_is_what_the_benchmark_builds_and_meets_the_target_held_out() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import regime_confidence as bench
+    from training import regime_confidence as bench
 
     rows = bench.load_rows()
     items = bench.rules_items(rows)

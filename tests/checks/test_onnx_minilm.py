@@ -1,7 +1,7 @@
 """The int8 ONNX Runtime encoder shipped in the package (citeguard.checks.onnx_minilm).
 
 The model file and its tokenizer lie in citeguard/models_data/minilm/ (built by
-scripts/build_minilm_onnx.py, not run here); their sha256 is recorded in its manifest and
+training/build_minilm_onnx.py, not run here); their sha256 is recorded in its manifest and
 checked at every load. Nothing here needs torch except the comparison with the fp32 path.
 """
 

@@ -325,7 +325,7 @@ def _jsonl(name: str) -> list[dict[str, Any]]:
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data not available")
 def test_shipped_model_on_freshqa_dev() -> None:
     """A regression guard for the artifact on the FreshQA dev questions it was fitted with
-    (benchmarks/results/train_regime.json has the grouped out-of-fold figures: 0.81, rules
+    (training/results/train_regime.json has the grouped out-of-fold figures: 0.81, rules
     0.79)."""
     rows = _jsonl("freshqa_dev")
     mapping = {"never-changing": "insensitive", "slow-changing": "slow", "fast-changing": "fast"}
@@ -364,10 +364,10 @@ async def test_the_guard_uses_the_rules_unless_the_policy_asks_for_the_model() -
 
 
 def test_the_training_split_keeps_a_question_pattern_in_one_fold() -> None:
-    """benchmarks/train_regime.py splits by question pattern, not by row: every PAT template,
+    """training/train_regime.py splits by question pattern, not by row: every PAT template,
     every RealTimeQA quiz week and every opening of three words falls in one fold, whatever the
     rest of the question."""
-    from benchmarks.train_regime import FOLDS, fold_of, group_of
+    from training.train_regime import FOLDS, fold_of, group_of
 
     template = "Who is the chair of {subject} currently?"
     folds = {

@@ -133,7 +133,7 @@ def test_bundled_artifact_is_small_and_consistent(tmp_path: Path) -> None:
 def test_exported_trees_predict_what_scikit_learn_predicts() -> None:
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from benchmarks.train_support import export_trees
+    from training.train_support import export_trees
 
     rng = np.random.default_rng(3)
     x = rng.normal(size=(600, 5))
@@ -153,7 +153,7 @@ def test_exported_trees_predict_what_scikit_learn_predicts() -> None:
 
 
 def test_changed_number_negatives_change_exactly_one_stated_number() -> None:
-    from benchmarks.train_support import augment_numbers
+    from training.train_support import augment_numbers
 
     rows = [
         {"claim": "The bridge opened in 1937.", "evidence": "It opened in 1937.", "y": 1},
@@ -256,16 +256,16 @@ def test_held_out_sample_beats_chance(real_scorer: SupportScorer) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# The experiments not shipped (benchmarks/support_da.py; the LoRA cross-encoder,
-# benchmarks/train_support.py --model ce) and LocalEntailer
+# The experiments not shipped (research/support_da.py; the LoRA cross-encoder,
+# research/train_support_ce.py) and LocalEntailer
 # --------------------------------------------------------------------------------------------
 
 
 def test_attention_experiment_ignores_padding() -> None:
-    """benchmarks/support_da.py: a pair scores the same alone and padded into a batch beside a
+    """research/support_da.py: a pair scores the same alone and padded into a batch beside a
     longer pair (masked claim and evidence positions take no part)."""
     torch = pytest.importorskip("torch")
-    from benchmarks.support_da import build_model
+    from research.support_da import build_model
 
     torch.manual_seed(0)
     model = build_model(8).eval()
@@ -294,7 +294,7 @@ def test_attention_experiment_ignores_padding() -> None:
 def test_lora_adapters_merge_into_the_same_function() -> None:
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from benchmarks.support_ce import (
+    from research.support_ce import (
         LORA_TARGETS,
         adapter_state,
         add_lora,
@@ -357,7 +357,7 @@ def test_support_input_reads_the_sentences_about_the_claim() -> None:
 
 
 def test_stack_is_a_probability_and_follows_its_weights() -> None:
-    from benchmarks.support_ce import STACK_FEATURES, SupportStack
+    from research.support_ce import STACK_FEATURES, SupportStack
 
     stack = SupportStack(
         weights={"ce_logit": 1.0, "missing_numbers": -1.0}, bias=0.0, threshold=0.5

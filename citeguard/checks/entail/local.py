@@ -109,7 +109,7 @@ def support_input(
     words (and word pairs) they share; the ``policy.max_sentences_embedded`` best, best first,
     form the evidence text. The window reported (and whose consistency facts decide) is the one
     holding the best sentence. ``None`` when the claim has no content words or there is no
-    evidence. ``benchmarks/train_support.py`` builds its training inputs with this function.
+    evidence. ``training/train_support.py`` builds its training inputs with this function.
     ``pace``: called between windows to let the event loop run (:class:`Pacer`).
     """
     policy = policy or EntailmentPolicy()

@@ -5,7 +5,7 @@ current Jeopardy! host" is *slow* (changes over years); "the most recent Emmy wi
 (changes within a year); "the current price of X" is *real-time* (changes within days).
 :func:`classify_freshness` picks the regime with deterministic cue rules and lists the cues.
 The guard's default is :class:`LearnedRegimeClassifier`: a small logistic model
-(``regime_model.json``, fitted by benchmarks/train_regime.py on four labelled sources) over the
+(``regime_model.json``, fitted by training/train_regime.py on four labelled sources) over the
 question's MiniLM embedding and the rules' cues, run off the event loop; the rules stay as its
 features, as the judge of real-time, and as the fallback when the model cannot run.
 
@@ -27,7 +27,7 @@ validity axis's business and has no date to speak of.
 **Only a regime the development data vouches for may hard-reject** (issue 32). Each
 classification carries ``plausible`` regimes and a ``confidence`` from
 :class:`RegimeConfidence` (``regime_confidence.json``, written by
-benchmarks/regime_confidence.py). With ``policy.uncertain_regime == "lenient"`` (the default) an
+training/regime_confidence.py). With ``policy.uncertain_regime == "lenient"`` (the default) an
 uncertain question is gated on the slowest plausible regime's floor, with a
 ``freshness.regime_uncertain`` finding, and what the guessed regime would have rejected (a stale
 median, a missing caveat) is shown as warnings. A published date guessed from the page's text

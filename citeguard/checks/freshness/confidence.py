@@ -18,7 +18,7 @@ from citeguard.models import (
 # Regime confidence
 # --------------------------------------------------------------------------------------------
 
-#: the shipped confidence table, written by benchmarks/regime_confidence.py
+#: the shipped confidence table, written by training/regime_confidence.py
 REGIME_CONFIDENCE_PATH = Path(__file__).parent.with_name("regime_confidence.json")  # in checks/
 _CONFIDENCE_FORMAT = "citeguard-regime-confidence/1"
 _REGIME_ORDER = (Regime.INSENSITIVE, Regime.SLOW, Regime.FAST, Regime.REAL_TIME)
@@ -38,7 +38,7 @@ class RegimeConfidence:
     """How far the development data trusts each rule's regime: per deciding rule, the regime to
     gate on (the fastest one whose held-out "true regime is slower" rate is within the table's
     ``alpha``) and the rate at the rule's own regime. Written by
-    benchmarks/regime_confidence.py; plain JSON."""
+    training/regime_confidence.py; plain JSON."""
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         if data.get("format") != _CONFIDENCE_FORMAT:

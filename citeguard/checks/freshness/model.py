@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 #: slow against fast without a style confound (templated Wikidata questions are all slow, weekly
 #: news quizzes all fast)
 REGIME_CLASSES: tuple[str, ...] = ("insensitive", "changing")
-#: the shipped weights, written by benchmarks/train_regime.py
+#: the shipped weights, written by training/train_regime.py
 REGIME_MODEL_PATH = Path(__file__).parent.with_name("regime_model.json")  # in checks/
 _REGIME_MODEL_FORMAT = "citeguard-regime-model/2"
 _EMBEDDING_DIM = 384
@@ -63,7 +63,7 @@ def regime_embedding_text(question: str) -> str:
 class RegimeModel:
     """Binary logistic regression, P(the answer changes over time), over a question's
     all-MiniLM-L6-v2 embedding and its cue-rule features (:func:`regime_features`), fitted by
-    benchmarks/train_regime.py. It can only add caution to the rules: see :meth:`decide`.
+    training/train_regime.py. It can only add caution to the rules: see :meth:`decide`.
 
     The artifact is plain JSON (standardisation, weights, intercept, threshold); the math is
     numpy.

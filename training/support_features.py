@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.support_data import CACHE, EMBED_VERSION, K_MAX, _sha
 from citeguard.checks.support import (
     FEATURE_NAMES,
     TORCH_ENCODER,
@@ -20,6 +19,7 @@ from citeguard.checks.support import (
     prepare_pair,
     texts_to_encode,
 )
+from training.support_data import CACHE, EMBED_VERSION, K_MAX, _sha
 
 EMB_FEATURES = FEATURE_NAMES[: FEATURE_NAMES.index("cov_all")]  # the embedding-dependent ones
 

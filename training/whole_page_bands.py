@@ -1,11 +1,17 @@
-"""Out-of-fold P(supported) on whole pages, for choosing the whole-page bands (issue 42).
+"""The whole-page bands: chosen on whole-page P(supported) out of fold (issue 42) and written to
+``citeguard/checks/support_bands_whole_page.json``.
+
+    python -m training whole-page-bands [--no-write]
+
+Measured through the guard on rows never tuned on: ``python -m benchmarks --only
+whole_page_bands`` (``benchmarks/bench_longpage_bands.py``).
 
 The whole-page bands were chosen on the 217 AB-long band-dev rows alone: too few for any
 rejection band to show 90% precision over 20 rows, so none was allowed. The support model was
 fitted on AttributionBench's *tune* half, so the shipped model's scores there are in-sample;
-but ``benchmarks/bench_support_bands.py --calibrate`` already scores that half **out of fold**
-(the shipped recipe refitted in 5 group-aware folds). This module does the same on whole
-pages:
+but ``python -m training support-bands`` (``training/support_bands.py``) already scores that
+half **out of fold** (the shipped recipe refitted in 5 group-aware folds). This module does the
+same on whole pages:
 
 1. each AB tune row's evidence placed inside a real page's text (as
    :func:`benchmarks.ab_long.ab_long_rows` does for the held-out half), and its
@@ -21,11 +27,14 @@ pages:
 question; the shipped model never saw them) scored by the shipped model: 528 + 238 rows to
 choose the whole-page bands on, never the report half. Cached under ``/tmp/whole_page_oof``
 (the training features take ~15 minutes on two busy cores; then seconds).
+:func:`calibrate` chooses one pair of bands on the two pools (long page, short page).
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
+import json
 import pickle
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,8 +44,12 @@ import numpy as np
 
 from benchmarks import ab_long as blb
 from benchmarks import bench_support_bands as bsb
-from benchmarks import train_support as ts
+from benchmarks.bench_longpage_bands import _auc
+from training import train_support as ts
 
+ROOT = Path(__file__).resolve().parents[1]
+ARTEFACT = ROOT / "citeguard" / "checks" / "support_bands_whole_page.json"
+CHOSEN_BY = "python -m training whole-page-bands"
 CACHE = Path("/tmp/whole_page_oof")
 ENCODER = "minilm-onnx-int8"
 
@@ -193,3 +206,73 @@ def choose_per_kind(pools: dict[str, dict[str, Any]]) -> tuple[float, float]:
     reject = max((float(t) for t in GRID if holds(float(t), True)), default=0.0)
     accept = min((float(t) for t in GRID if holds(float(t), False)), default=1.0)
     return round(reject, 2), round(max(accept, reject), 2)
+
+
+def calibrate(*, write: bool = True) -> dict[str, Any]:
+    """Choose the whole-page bands on whole-page P(supported) out of fold, per kind of
+    evidence (:func:`band_pool`): AB's tune half scored by the fold
+    models that did not see its question, and AB-long's band-dev rows scored by the shipped
+    model — each row's evidence found by the guard's steps on its long page (``long``) and on
+    its passage alone served as the page (``short``); never the report half. One pair of bands
+    that keeps the rules (rejections >= 90% right, acceptances >= 85% right) on both kinds
+    (:func:`choose_per_kind`). With ``write``, writes the artefact with the figures per kind
+    and per source."""
+    from citeguard.checks.entail import LocalEntailer
+
+    pools = {kind: band_pool(kind) for kind in ("long", "short")}
+    lo, hi = choose_per_kind(pools)
+    figures: dict[str, Any] = {}
+    for kind, pool in pools.items():
+        figures[f"{kind}_page"] = band_figures(pool["y"], pool["p"], lo, hi)
+        for source in ("ab_tune_oof", "band_dev"):
+            m = pool["source"] == source
+            figures[f"{kind}_page_{source}"] = band_figures(pool["y"][m], pool["p"][m], lo, hi)
+    encoder = LocalEntailer().encoder_name
+    rows = len(pools["long"]["y"])
+    entry = {
+        "reject_below": lo,
+        "accept_from": hi,
+        "chosen_by": CHOSEN_BY,
+        "chosen_on": (
+            f"whole-page P(supported) of {rows} AB rows, each with its evidence inside a real "
+            "page's text (long) and alone as the page (short): AB's tune half scored out of "
+            "fold by the shipped recipe refitted in 5 folds grouped by question, and AB-long's "
+            "band-dev rows (AB held-out half, questions with even sha1) scored by the shipped "
+            "model (training/whole_page_bands.py); the rules held on each kind"
+        ),
+        "rule": "rejections >= 90% right, acceptances >= 85% right (cuts of >= 20 rows)",
+        "figures": figures,
+    }
+    if write:
+        data = json.loads(ARTEFACT.read_text()) if ARTEFACT.exists() else {}
+        data[encoder] = entry
+        ARTEFACT.write_text(json.dumps(data, indent=2) + "\n")
+    return {"encoder": encoder, **entry}
+
+
+def band_figures(y: np.ndarray, p: np.ndarray, lo: float, hi: float) -> dict[str, Any]:
+    """Share and precision of each band on rows ``y`` with P(supported) ``p``."""
+    rej, acc = p < lo, p >= hi
+    return {
+        "rows": len(y),
+        "auc": _auc(y, p),
+        "not_supported_share": round(float(rej.mean()), 4),
+        "not_supported_precision": round(float((y[rej] == 0).mean()), 4) if rej.any() else None,
+        "supported_share": round(float(acc.mean()), 4),
+        "supported_precision": round(float((y[acc] == 1).mean()), 4) if acc.any() else None,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m training whole-page-bands",
+        description=" ".join(__doc__.split("\n\n")[0].split()),
+    )
+    ap.add_argument("--no-write", action="store_true", help="print the bands, write nothing")
+    args = ap.parse_args(argv)
+    print(json.dumps(calibrate(write=not args.no_write), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

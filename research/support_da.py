@@ -1,6 +1,6 @@
 """Decomposable-attention experiment for claim support: measured, not shipped.
 
-    python benchmarks/support_da.py [--epochs 12] [--hidden 128] [--units 2]
+    python -m research.support_da [--epochs 12] [--hidden 128] [--units 2]
 
 A small attention model (Parikh et al., 2016) over the **frozen** int8 MiniLM token vectors the
 support scorer already computes: each claim token attends over the tokens of the ``--units``
@@ -12,11 +12,11 @@ logits become a 24th feature of the trees, whose Platt scaling and threshold com
 tune rows' out-of-fold predictions as for the shipped model. AttributionBench's held-out half is
 scored once, at the end, for the trees without and with the feature, in the same run.
 
-Result (``results/support_da.json``, 12 epochs, 128 hidden, 2 units): held-out macro-F1 0.724
-for the trees, 0.733 with the attention logit as a feature, 0.676 for the attention model
-alone (supported precision 0.714 / 0.729 / 0.669; ExpertQA 0.671 / 0.676 / 0.589). +0.01 is
-too little for a second embedded unit per claim (~1.5x the encoder work), so ``LocalEntailer``
-does not use it.
+Result (``research/results/support_da.json``, 12 epochs, 128 hidden, 2 units): held-out
+macro-F1 0.724 for the trees, 0.733 with the attention logit as a feature, 0.676 for the
+attention model alone (supported precision 0.714 / 0.729 / 0.669; ExpertQA 0.671 / 0.676 /
+0.589). +0.01 is too little for a second embedded unit per claim (~1.5x the encoder work), so
+``LocalEntailer`` does not use it.
 Needs torch and ``../shared/data/claims``; embeddings are cached under ``/tmp/support_da``.
 """
 
@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import benchmarks.train_support as ts  # noqa: E402
+import training.train_support as ts  # noqa: E402
 from citeguard.checks.support import PairFeatures, prepare_pair  # noqa: E402
 
 ENCODER = "minilm-onnx-int8"
@@ -219,7 +219,7 @@ def main() -> None:
     t = ts.best_threshold(y_tune, ts.sigmoid(a * logit[train_idx][is_ab] + b))
     report["attention_alone"] = {"held_out": held_blocks(ts.sigmoid(a * logit[held] + b), t)}
     report["seconds"] = round(time.perf_counter() - started, 1)
-    out = ts.RESULTS / "support_da.json"
+    out = Path(__file__).resolve().parent / "results" / "support_da.json"
     out.write_text(json.dumps(report, indent=2) + "\n")
     for name in ("trees", "trees_plus_attention", "attention_alone"):
         o, eq = report[name]["held_out"]["overall"], report[name]["held_out"]["ExpertQA"]

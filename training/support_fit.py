@@ -11,12 +11,12 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.support_data import SEED
 from citeguard.checks.support import (
     FEATURE_NAMES,
     SupportModel,
     TreeEnsemble,
 )
+from training.support_data import SEED
 
 
 def macro_f1(y: np.ndarray, p: np.ndarray) -> float:

@@ -1,6 +1,6 @@
-"""Scoring the shipped claim-support model (``train_support.py --evaluate`` and the report's
-``compare`` and ``speed``): held-out comparison with the other backends, reliability plot,
-throughput."""
+"""Scoring the shipped claim-support model (``python -m training support --evaluate`` and the
+report's ``compare`` and ``speed``): held-out comparison with the other backends, reliability
+plot, throughput."""
 
 from __future__ import annotations
 
@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.support_data import AB_SUBSETS, RESULTS, load_rows
-from benchmarks.support_features import make_encoder
-from benchmarks.support_fit import block, ece
 from citeguard.checks.support import (
     TORCH_ENCODER,
     SupportModel,
     SupportScorer,
 )
+from training.support_data import AB_SUBSETS, RESULTS, load_rows
+from training.support_features import make_encoder
+from training.support_fit import block, ece
 
 
 def evaluate_shipped(args: argparse.Namespace) -> None:
@@ -66,7 +66,7 @@ def evaluate_shipped(args: argparse.Namespace) -> None:
     }
     report["local_entailer"] = local
     reliability_plot(y, prob, RESULTS / "support_reliability.png")
-    report["reliability_png"] = "benchmarks/results/support_reliability.png"
+    report["reliability_png"] = "training/results/support_reliability.png"
     if not args.no_speed:
         report["speed_local_entailer_2_threads"] = speed_ce(rows)
     path.write_text(json.dumps(report, indent=2) + "\n")

@@ -1,7 +1,7 @@
 """What was tried on whole-page evidence and not kept (issue 42): other evidence, other score
 aggregation, a calibration over lexical coverage, measured as the ROC AUC of P(supported).
 
-    python -m benchmarks.whole_page_levers     # writes "levers" into results/whole_page_bands.json
+    python -m research.whole_page_levers     # writes research/results/whole_page_levers.json
 
 Rows: AB-long's held-out half (:func:`benchmarks.ab_long.ab_long_rows`), the
 shipped model (it never saw them). Decisions were taken on the **band-dev** rows (questions
@@ -26,16 +26,18 @@ artefacts left out) with the shipped support scorer:
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks import bench_longpage_bands as blb
 from benchmarks import bench_support_bands as bsb
-from benchmarks import whole_page_oof as wpo
+from training import whole_page_bands as wpo
 
 CALIBRATION_FEATURES = ("cov_all", "cov_sentence", "missing_names_share", "missing_numbers")
 
@@ -189,12 +191,17 @@ def levers() -> dict[str, Any]:
     }
 
 
-def main() -> None:
+OUT = Path(__file__).resolve().parent / "results" / "whole_page_levers.json"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(
+        prog="python -m research.whole_page_levers", description=__doc__.splitlines()[0]
+    ).parse_args(argv)
     res = levers()
     print(json.dumps(res, indent=2))
-    old = json.loads(blb.OUT.read_text()) if blb.OUT.exists() else {}
-    old["levers"] = res
-    blb.OUT.write_text(json.dumps(old, indent=2) + "\n")
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps({"levers": res}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

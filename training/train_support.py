@@ -1,6 +1,6 @@
 """Fit the claim-support model behind citeguard.checks.support and write its artifact.
 
-    python benchmarks/train_support.py [--k-units 2] [--compare] [--no-write]
+    python -m training support [--k-units 2] [--compare] [--no-write]
 
 Data (read-only, never copied): ../shared/data/claims/ — the four *_train.jsonl pools and
 attributionbench_dev.jsonl (AB). AB is split as benchmarks/bench_entail.py does: rows whose
@@ -12,15 +12,16 @@ in the held-out half are dropped.
 Steps: features for every pair (embeddings cached under /tmp/support_cache); 5-fold
 group-aware cross-validation over the training rows (groups: the files' ``group`` field, AB
 rows by question); gradient-boosted trees (``--model gbm``, the default and shipped; ``--model
-lr``: the logistic regression they replaced); Platt calibration fitted on
+lr``: the logistic regression they replaced; the LoRA cross-encoder tried and not shipped is
+``python -m research.train_support_ce``); Platt calibration fitted on
 the out-of-fold logits of the AB tune rows; the threshold that maximises macro-F1 on those
 calibrated out-of-fold probabilities; a final fit on all training rows. Writes
-citeguard/checks/support_model.json and benchmarks/results/train_support.json.
+citeguard/checks/support_model.json and training/results/train_support.json.
 
 The steps live in modules by what they do: support_data.py (rows, split, changed-number
 negatives), support_features.py (encoder, features), support_fit.py (metrics, weights, models,
-export, out-of-fold logits, Platt, threshold), support_report.py (--evaluate, compare, speed) and
-train_support_ce.py (--model ce); this module is the command line.
+export, out-of-fold logits, Platt, threshold), support_report.py (--evaluate, compare, speed);
+this module is the command line.
 """
 
 from __future__ import annotations
@@ -37,7 +38,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.support_data import (  # noqa: E402
+from citeguard.checks.support import (  # noqa: E402
+    ARTIFACTS,
+    FEATURE_NAMES,
+    TORCH_ENCODER,
+    SupportModel,
+)
+from training.support_data import (  # noqa: E402
     AB_SUBSETS,
     CACHE,
     K_MAX,
@@ -47,8 +54,8 @@ from benchmarks.support_data import (  # noqa: E402
     augment_numbers,
     load_rows,
 )
-from benchmarks.support_features import compute_features  # noqa: E402
-from benchmarks.support_fit import (  # noqa: E402
+from training.support_features import compute_features  # noqa: E402
+from training.support_fit import (  # noqa: E402
     FALLING,
     GBM_PARAMS,
     MONOTONIC,
@@ -65,17 +72,11 @@ from benchmarks.support_fit import (  # noqa: E402
     sample_weights,
     sigmoid,
 )
-from benchmarks.support_report import compare, evaluate_shipped, speed  # noqa: E402
-from benchmarks.train_support_ce import main_ce  # noqa: E402
-from citeguard.checks.support import (  # noqa: E402
-    ARTIFACTS,
-    FEATURE_NAMES,
-    TORCH_ENCODER,
-    SupportModel,
-)
+from training.support_report import compare, evaluate_shipped, speed  # noqa: E402
 
-# what support_da.py, bench_support_bands.py and the tests use from this module (its steps
-# live in support_data, support_features, support_fit, support_report and train_support_ce)
+# what research/support_da.py, training/support_bands.py, training/whole_page_bands.py and the
+# tests use from this module (its steps live in support_data, support_features, support_fit and
+# support_report)
 __all__ = [
     "AB_SUBSETS",
     "CACHE",
@@ -93,7 +94,6 @@ __all__ = [
     "load_rows",
     "logits",
     "main",
-    "main_ce",
     "make_model",
     "oof_logits",
     "platt",
@@ -102,9 +102,11 @@ __all__ = [
 ]
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line (see the module docstring)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m training support", description=__doc__.splitlines()[0]
+    )
     ap.add_argument("--k-units", type=int, default=1, help="evidence units embedded per pair")
     ap.add_argument("--c", type=float, default=1.0, help="inverse L2 strength")
     ap.add_argument(
@@ -124,23 +126,17 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--search", action="store_true", help="print the CV grid")
     ap.add_argument(
         "--model",
-        choices=("ce", "lr", "gbm"),
+        choices=("lr", "gbm"),
         default="gbm",
-        help="gbm: gradient-boosted trees (shipped); lr: logistic regression; ce: the LoRA "
-        "cross-encoder experiment",
+        help="gbm: gradient-boosted trees (shipped); lr: logistic regression",
     )
     ap.add_argument(
         "--evaluate",
         action="store_true",
         help="only score the shipped LocalEntailer against the baselines on the held-out half",
     )
-    ap.add_argument("--epochs", type=float, default=2.0)
-    ap.add_argument("--lr", type=float, default=5e-4)
-    ap.add_argument("--minutes", type=float, default=30.0, help="training wall-clock cap")
-    ap.add_argument("--reuse", action="store_true", help="reuse the cached trained adapters")
-    ap.add_argument("--ship", choices=("ce_platt", "ce_stack"), default="ce_stack")
     ap.add_argument("--no-speed", action="store_true")
-    return ap.parse_args()
+    return ap.parse_args(argv)
 
 
 def search_grid(rows: list[dict[str, Any]], x_all: np.ndarray, train_idx: np.ndarray) -> None:
@@ -187,7 +183,7 @@ def fit_artifact(
     y_train = [rows[i]["y"] for i in train_idx]
     a, b = cv["platt"]
     meta = {
-        "fitted_by": "benchmarks/train_support.py",
+        "fitted_by": "training/train_support.py",
         "seed": SEED,
         "train_rows": len(train_idx),
         "calibration": "Platt on 5-fold group-aware out-of-fold logits of AB tune rows",
@@ -261,13 +257,10 @@ def held_out_scores(
     return out
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
     if args.evaluate:
         evaluate_shipped(args)
-        return
-    if args.model == "ce":
-        main_ce(args)
         return
     np.random.seed(SEED)
     rows = load_rows()

@@ -1,4 +1,4 @@
-"""The LoRA cross-encoder experiment for claim support (``train_support.py --model ce``).
+"""The LoRA cross-encoder experiment for claim support (``python -m research.train_support_ce``).
 
 MiniLM reads "claim [SEP] evidence" with LoRA adapters and a linear head. Not shipped: one CPU
 epoch reached only 0.57 AUC on the calibration split, so ``LocalEntailer`` uses
@@ -23,7 +23,7 @@ from citeguard.errors import EntailerError, MissingExtraError
 
 # --------------------------------------------------------------------------------------------
 # Cross-encoder experiment: MiniLM read "claim [SEP] evidence" with LoRA adapters. Not shipped:
-# one CPU epoch (benchmarks/train_support.py --model ce) reached only 0.57 AUC on the calibration
+# one CPU epoch (python -m research.train_support_ce) reached only 0.57 AUC on the calibration
 # split, so no support_ce.safetensors is bundled and LocalEntailer uses SupportScorer above.
 # --------------------------------------------------------------------------------------------
 

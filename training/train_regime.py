@@ -1,6 +1,6 @@
 """Fit the question-regime model behind citeguard.checks.freshness and write its artifact.
 
-    python benchmarks/train_regime.py [--no-write] [--compare-all]
+    python -m training regime [--no-write] [--compare-all]
 
 Data (read-only, never copied): ../shared/data/freshness/ — four sources with different label
 sets (see ../shared/data/README.md, sections 4 and 6, and freshness/README.md):
@@ -51,7 +51,7 @@ the rules alone at the same ``now``; fast and real-time are one class:
 threshold, then the smaller C), so the FreshQA figure is optimistic by that choice; the other
 sources' are not. The cue rules were written looking at all four sources, so the rules' figures
 are not held out on any of them. Artifact: citeguard/checks/regime_model.json; results:
-benchmarks/results/train_regime.json. Embeddings are cached under /tmp/regime_cache.
+training/results/train_regime.json. Embeddings are cached under /tmp/regime_cache.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ from citeguard.checks.freshness import (  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "freshness"
 CACHE = Path("/tmp/regime_cache")
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "training" / "results"
 SEED = 16  # the fit has no randomness (L-BFGS from zeros); the FreshQA 5-fold split uses it
 EMBED_DIM = 384
 EMBED_VERSION = "minilm-l6-v2-int8-onnx-noq"  # the shipped int8 encoder, regime_embedding_text
@@ -590,7 +590,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     params = fit(x[train], [rows[i] for i in train], shipped[0])
     assert params is not None
     meta = {
-        "script": "benchmarks/train_regime.py",
+        "script": "training/train_regime.py",
         "data": "shared/data/freshness/freshqa_dev.jsonl (FreshQA dev, Apache-2.0)",
         "rows": {s: sum(r.source == s for r in rows) for s in LICENSED},
         "seed": SEED,

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 DATA = ROOT.parent / "shared" / "data" / "claims"
 CACHE = Path("/tmp/support_cache")
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "training" / "results"
 TRAIN_FILES = ("wice_train", "expertqa_pool_train", "factcheckgpt_train", "summedits_train")
 AB_SUBSETS = ("Stanford-GenSearch", "ExpertQA", "LFQA")
 SEED = 13
