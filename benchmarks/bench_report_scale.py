@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import cProfile
 import io
+import json
 import pstats
 import random
 import time
@@ -230,22 +231,24 @@ async def report_scale(cfg: Config, ctx: Context) -> dict[str, Any]:
 def _main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--profile", type=int, default=0, help="one run of N citations, profiled")
+    parser.add_argument("--sizes", default="200", help="citations a report, comma-separated")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--entailment", default="local", choices=("local", "off"))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    n = args.profile or 200
+    sizes = [args.profile] if args.profile else [int(n) for n in args.sizes.split(",")]
 
     async def main() -> None:
         with LoopbackWeb(args.seed, pages="report", host_set="report") as web:
-            for k in range(args.runs):
-                row = await one_report(
-                    web, n, f"cli{n}-{k}", entailment=args.entailment, profile=bool(args.profile)
-                )
-                text = row.pop("profile", "")
-                print(row, flush=True)
-                if text:
-                    print(text)
+            for n in sizes:
+                for k in range(args.runs):
+                    row = await one_report(
+                        web, n, f"r{n}-{k}", entailment=args.entailment, profile=bool(args.profile)
+                    )
+                    text = row.pop("profile", "")
+                    print(json.dumps({"n": n, **row}), flush=True)
+                    if text:
+                        print(text)
 
     asyncio.run(main())
     return 0

@@ -111,12 +111,12 @@ def report_pages(seed: int, n_quotes: int = 12) -> PageSet:
         h = host_page(file)
         if h is None:
             continue
-        # what a browser shows of the page as served (text/html): a sentence of the page read
+        # what a browser shows of the page as served (as UTF-8 HTML): a sentence of the page read
         # without its content type (a script's line among them) is not on it
         shown = extract_page(
             (PASSAGES / file).read_bytes(),
             url=f"http://pages.test/{file}",
-            content_type="text/html",
+            content_type="text/html; charset=utf-8",
         ).text
         # and a sentence naming a web address would be a citation of its own
         plain = [p for p in h.paragraphs if p in shown and not _ADDRESS.search(p)]

@@ -177,9 +177,10 @@ def _page_lexicons() -> Callable[[str], PageLexicon | None]:
 
 def _windows_elsewhere(
     executor: Executor, pairs: Sequence[Pair], policy: EntailmentPolicy, lanes: int
-) -> list[_Window | None]:
-    """:func:`pair_windows` in ``executor`` (the extraction children), in up to ``lanes``
-    jobs, a page's pairs in one job (its lexicon is built once), the jobs about even."""
+) -> Callable[[], list[_Window | None]]:
+    """:func:`pair_windows` started in ``executor`` (the extraction children), in up to
+    ``lanes`` jobs, a page's pairs in one job (its lexicon is built once), the jobs about even;
+    returns the wait for them."""
     by_page: dict[str, list[int]] = {}
     for i, (_, evidence) in enumerate(pairs):
         by_page.setdefault(evidence, []).append(i)
@@ -192,11 +193,15 @@ def _windows_elsewhere(
     futures = [
         (idx, executor.submit(pair_windows, [pairs[i] for i in idx], policy)) for idx in jobs if idx
     ]
-    out: list[_Window | None] = [None] * len(pairs)
-    for idx, fut in futures:
-        for i, win in zip(idx, fut.result(), strict=True):
-            out[i] = win
-    return out
+
+    def wait() -> list[_Window | None]:
+        out: list[_Window | None] = [None] * len(pairs)
+        for idx, fut in futures:
+            for i, win in zip(idx, fut.result(), strict=True):
+                out[i] = win
+        return out
+
+    return wait
 
 
 class LocalEntailer(_ExecutorOwner):
@@ -466,15 +471,24 @@ class LocalEntailer(_ExecutorOwner):
             return out
         scorer = self._scorer()
         whole = list(whole_page or [False] * len(pairs))
-        windows = self._windows(pairs, scorer)
+        windows_of = self._start_windows(pairs, scorer)
         # a pair in a language the model is not shown to judge is settled by the deterministic
-        # checks alone: the model is not run on it (its probability would decide nothing)
+        # checks alone: the model is not run on it (its probability would decide nothing). A
+        # claim in a language it knows is never such a pair: the model reads those at once,
+        # while the windows are computed elsewhere
+        sure = [i for i, (claim, _) in enumerate(pairs) if self._known(claim)]
+        results = scorer.score([pairs[i] for i in sure]) if sure else []
+        windows = windows_of()
+        read = set(sure)
         blind = [
-            None if w is None else self._blind_to(claim, w.text)
-            for (claim, _), w in zip(pairs, windows, strict=True)
+            None if w is None or i in read else self._blind_to(pairs[i][0], w.text)
+            for i, w in enumerate(windows)
         ]
-        todo = [i for i, w in enumerate(windows) if w is not None and blind[i] is None]
-        results = scorer.score([pairs[i] for i in todo]) if todo else []
+        rest = [
+            i for i, w in enumerate(windows) if w is not None and blind[i] is None and i not in read
+        ]
+        todo = sure + rest
+        results += scorer.score([pairs[i] for i in rest]) if rest else []
         by_index = dict(zip(todo, results, strict=True))
         for i, ((claim, evidence), win) in enumerate(zip(pairs, windows, strict=True)):
             if win is None:
@@ -500,19 +514,41 @@ class LocalEntailer(_ExecutorOwner):
         a job that fails is done here instead."""
         self._offload = (executor, lanes)
 
-    def _windows(self, pairs: list[Pair], scorer: Any) -> list[_Window | None]:
-        """Each pair's window: in the extraction children for a batch big enough to be worth
-        the hand-over (they hold no GIL of this process, and the other core is theirs while
-        pages stop arriving), else here, pacing the GIL for the event loop."""
+    def _start_windows(self, pairs: list[Pair], scorer: Any) -> Callable[[], list[_Window | None]]:
+        """Each pair's window, started: in the extraction children for a batch big enough to
+        be worth the hand-over (they hold no GIL of this process, and the other core is theirs
+        while pages stop arriving), else here, pacing the GIL for the event loop; returns the
+        wait for them."""
+
+        def here() -> list[_Window | None]:
+            return pair_windows(pairs, self._policy, lexicon=scorer.lexicon, pace=Pacer())
+
+        executor = None
         if self._offload is not None and len(pairs) >= _OFFLOAD_MIN_PAIRS:
             get, lanes = self._offload
             executor = get()
-            if executor is not None:
-                try:
-                    return _windows_elsewhere(executor, pairs, self._policy, lanes)
-                except Exception:  # a child killed, timed out or shut down: done here
-                    _LOG.debug("scoring's windows fell back to this process", exc_info=True)
-        return pair_windows(pairs, self._policy, lexicon=scorer.lexicon, pace=Pacer())
+        if executor is None:
+            return here
+        try:
+            wait = _windows_elsewhere(executor, pairs, self._policy, lanes)
+        except Exception:  # the children shut down: done here
+            _LOG.debug("scoring's windows fell back to this process", exc_info=True)
+            return here
+
+        def there() -> list[_Window | None]:
+            try:
+                return wait()
+            except Exception:  # a child killed or timed out: done here
+                _LOG.debug("scoring's windows fell back to this process", exc_info=True)
+                return here()
+
+        return there
+
+    def _known(self, claim: str) -> bool:
+        """Whether ``claim`` is in a language the model is shown to judge (or too short to
+        tell): such a pair is never one it is blind to."""
+        lang = language_of(claim)
+        return lang == "und" or lang in self._policy.model_languages
 
     def _blind_to(self, claim: str, evidence: str) -> str | None:
         """The language of a pair the model is not shown to judge (claim and evidence both in
