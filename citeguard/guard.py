@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -23,7 +22,7 @@ from typing import Any, ParamSpec, TypeVar
 from citeguard.case_log import CaseLog
 from citeguard.checks.base import CheckContext
 from citeguard.checks.entail import Entailer, JudgeEntailer, make_entailer
-from citeguard.checks.freshness import JudgeFreshnessClassifier, RegimeClassifier
+from citeguard.checks.freshness import JudgeFreshnessClassifier, RegimeClassifier, dates_wanted
 from citeguard.checks.judge import judge_for
 from citeguard.checks.judge_usage import JudgeMeter, judge_run
 from citeguard.checks.registry import build_checks
@@ -33,19 +32,16 @@ from citeguard.checks.validity import EarlyValidity, ScoreCache, check_validity,
 from citeguard.errors import CitationRejected, PolicyError
 from citeguard.exclusions import carried_failures, exclusion_run, remember_failures
 from citeguard.extract_stage import ExtractStage, Turns
-from citeguard.lang import warm_up as lang_warm_up
 from citeguard.loop import ON_FAIL, AnswerFn, Recheck, regenerate
 from citeguard.loop_turns import LoopTurns
 from citeguard.models import (
     Answer,
     FetchResult,
-    FreshnessClass,
     GuardResult,
-    Regime,
     SearchRecord,
     Verdict,
 )
-from citeguard.parse import AnswerLimits, parse_answer
+from citeguard.parse import AnswerLimits
 from citeguard.policy import Policy
 from citeguard.providers.resolve import resolve_answer
 from citeguard.recording import recording_run, run_searches, wrap_search
@@ -60,18 +56,17 @@ from citeguard.stream import (
     stream_answer,
     stream_run,
 )
-from citeguard.trace import Tracing
+from citeguard.trace import Tracing, answer_shown
 from citeguard.verdict import build_verdict
+from citeguard.warm import warm_parts
 from citeguard.web.fetch import Fetcher, Resolver
 from citeguard.web.soft404 import CatchAllProbes
-from citeguard.web.urls import normalize_all, registrable_domain
+from citeguard.web.urls import normalize_all
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 _DEFAULT: Any = object()
-_INLINE_PARSE_CHARS = 2_000  # measured: a 10 kB answer parses in ~4 ms, 800 chars in 0.7
-_INLINE_PARSE_ITEMS = 32  # structured items parsed on the event loop, at most
 _STARTS_PER_TURN = 4  # checks that start in one turn of the event loop, at most (~1 ms each)
 _INLINE_CITATIONS = 64  # citations classified by the source table on the event loop, at most
 _SPANS_PER_TURN = 128  # citation spans written between two turns of the event loop
@@ -178,28 +173,12 @@ class Guard:
         await self._warm(wait_for_extraction=True)
 
     async def _warm(self, *, wait_for_extraction: bool) -> None:
-        # the extraction child (Policy.fetch.extract_in) starts while the model loads
-        extraction = None
-        if wait_for_extraction:
-            extraction = asyncio.ensure_future(self._pages.warm_up())
-        else:
-            self._pages.start()
-        # the public-suffix list is read on first use (~10-20 ms of Python): in a thread now,
-        # not on the loop inside the first check that meets a host name
-        sites = asyncio.ensure_future(asyncio.to_thread(registrable_domain, "example.com"))
-        # so are the word dictionary and the language model the lexical checks read (~1 s)
-        words = asyncio.ensure_future(asyncio.to_thread(lang_warm_up))
-        try:
-            entailer = self._get_entailer()
-            warm = getattr(entailer, "warm_up", None)
-            if warm is not None:
-                await warm()
-            await self._regimes.warm_up()  # the regime model, when the freshness axis uses one
-        finally:
-            if extraction is not None:
-                await extraction
-            await sites
-            await words
+        await warm_parts(
+            self._pages,
+            self._get_entailer,
+            self._regimes,
+            wait_for_extraction=wait_for_extraction,
+        )
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
@@ -298,7 +277,7 @@ class Guard:
         t0 = time.perf_counter()
         await self._starts.slot()
         await self._turns.turn()
-        shown = _as_text(answer)
+        shown = answer_shown(answer)
         searches = (
             run_searches() if searches is None else as_search_records(searches, now=self._now())
         )
@@ -331,7 +310,7 @@ class Guard:
             # the question's regime is classified while the first pages are fetched; pages
             # wait for it only to know whether they need the date fallback
             regime_task = asyncio.ensure_future(self._regimes.classify(question, now=now))
-            dates = asyncio.ensure_future(_dates_wanted(regime_task, policy))
+            dates = asyncio.ensure_future(dates_wanted(regime_task, policy.freshness))
             # fetch, each page's extraction starting as soon as its body arrives
             need_body = (
                 policy.passage.check_passages
@@ -472,24 +451,8 @@ class Guard:
             await prepare_snapshot(self.cache, self.snapshot_mode)
 
     async def _parse(self, answer: object, **sources: Any) -> Answer:
-        schemes = self.policy.fetch.allowed_schemes
         sources["limits"] = AnswerLimits.of(self.policy)
-        if isinstance(answer, str):
-            offload = len(answer) > _INLINE_PARSE_CHARS
-        elif isinstance(answer, Sequence) and not isinstance(answer, bytes | bytearray):
-            offload = len(answer) > _INLINE_PARSE_ITEMS
-        else:
-            # a provider response (SDK object or dict): its text's length and its citation
-            # objects are known only once read (8,000 annotations: ~0.3 s of parsing)
-            offload = True
-        if offload:
-            # long answers cost more than a millisecond to parse: keep them off the event loop,
-            # in the extraction child when it is up for a text (a string pickles in
-            # microseconds; an SDK object, or a caller's references, may not pickle at all)
-            parse = functools.partial(parse_answer, answer, allowed_schemes=schemes, **sources)
-            plain = sources.get("references") is None and sources.get("documents") is None
-            return await self._pages.off_loop(parse, child=isinstance(answer, str) and plain)
-        return parse_answer(answer, allowed_schemes=schemes, **sources)
+        return await self._pages.parse(answer, self.policy.fetch.allowed_schemes, **sources)
 
     # ------------------------------------------------------------------ searches
 
@@ -618,29 +581,6 @@ class Guard:
         return stream_run(
             self, answer_stream_fn, question, mode=mode, late_citations=late_citations, **kwargs
         )
-
-
-async def _dates_wanted(regime: asyncio.Future[FreshnessClass], policy: Policy) -> bool:
-    """Whether pages need the htmldate fallback: only when freshness matters to the question."""
-    return policy.freshness.enabled and (await regime).regime is not Regime.INSENSITIVE
-
-
-def _as_text(answer: object) -> str:
-    """What the trace shows of an answer: never an exception (a repr nested too deep to print)
-    and never a copy of a huge body; parse_answer reports a bad answer as a finding."""
-    if isinstance(answer, str):
-        return answer
-    if isinstance(answer, bytes | bytearray | memoryview):
-        return f"<{type(answer).__name__} of {len(answer)} bytes>"
-    text = getattr(answer, "text", None)  # a ProviderAnswer
-    if isinstance(text, str):
-        return text[:4000]
-    try:
-        # the first items only: the repr of 100,000 items held the event loop for 15 ms
-        shown = list(itertools.islice(answer, 50)) if isinstance(answer, Sequence) else answer
-        return repr(shown)[:4000]
-    except Exception:
-        return f"<{type(answer).__name__}>"
 
 
 __all__ = ["Guard"]

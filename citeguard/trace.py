@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import json
 import math
 import time
@@ -859,4 +860,22 @@ def _document_metadata(r: SearchResult, now: datetime) -> dict[str, Any]:
     return meta
 
 
-__all__ = ["SearchTrace", "SpanKindName", "Tracing", "failed_stage"]
+def answer_shown(answer: object) -> str:
+    """What the trace shows of an answer: never an exception (a repr nested too deep to print)
+    and never a copy of a huge body; parse_answer reports a bad answer as a finding."""
+    if isinstance(answer, str):
+        return answer
+    if isinstance(answer, bytes | bytearray | memoryview):
+        return f"<{type(answer).__name__} of {len(answer)} bytes>"
+    text = getattr(answer, "text", None)  # a ProviderAnswer
+    if isinstance(text, str):
+        return text[:4000]
+    try:
+        # the first items only: the repr of 100,000 items held the event loop for 15 ms
+        shown = list(itertools.islice(answer, 50)) if isinstance(answer, Sequence) else answer
+        return repr(shown)[:4000]
+    except Exception:
+        return f"<{type(answer).__name__}>"
+
+
+__all__ = ["SearchTrace", "SpanKindName", "Tracing", "answer_shown", "failed_stage"]

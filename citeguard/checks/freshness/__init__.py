@@ -58,7 +58,11 @@ from citeguard.checks.freshness.dating import WEAK_DATE_SOURCES as WEAK_DATE_SOU
 from citeguard.checks.freshness.dating import _days as _days
 from citeguard.checks.freshness.dating import is_weak_date_source, source_date
 from citeguard.checks.freshness.gate import check_freshness
-from citeguard.checks.freshness.judge import JudgeFreshnessClassifier, RegimeClassifier
+from citeguard.checks.freshness.judge import (
+    JudgeFreshnessClassifier,
+    RegimeClassifier,
+    dates_wanted,
+)
 from citeguard.checks.freshness.model import (
     REGIME_CLASSES,
     REGIME_MODEL_PATH,
@@ -96,6 +100,7 @@ __all__ = [
     "RegimeModelError",
     "check_freshness",
     "classify_freshness",
+    "dates_wanted",
     "embed_questions",
     "find_caveat",
     "is_weak_date_source",

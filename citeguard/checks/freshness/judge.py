@@ -3,6 +3,7 @@ model or the rules, and the cascade that asks the judge only about an uncertain 
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -13,6 +14,7 @@ from citeguard.models import (
     FreshnessClass,
     Regime,
 )
+from citeguard.policy import FreshnessPolicy
 
 # --------------------------------------------------------------------------------------------
 # Optional judge backend
@@ -133,3 +135,9 @@ class RegimeClassifier:
             await self._judge.aclose()
         if self._model is not None:
             await self._model.aclose()
+
+
+async def dates_wanted(regime: asyncio.Future[FreshnessClass], policy: FreshnessPolicy) -> bool:
+    """Whether a check's pages need the htmldate fallback: only when freshness matters to the
+    question (its regime, classified while the first pages are fetched)."""
+    return policy.enabled and (await regime).regime is not Regime.INSENSITIVE
