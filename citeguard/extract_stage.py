@@ -158,14 +158,15 @@ class ExtractStage:
             worker.shutdown(wait=False, cancel_futures=True)  # queued jobs cancelled now
             await asyncio.to_thread(worker.shutdown, True)
 
-    async def warm_up(self) -> None:
+    async def warm_up(self, *, every_child: bool = True) -> None:
         """Start the extraction children now and wait until every one is ready, warmed (a
-        service's start-up); extracting in its own thread, that thread loads what the date
-        search loads on first use (:func:`~citeguard.web.page.dates.warm_up`)."""
+        service's start-up; ``every_child=False``: the first, the others warming after it,
+        taking no page before they are warm); extracting in its own thread, that thread loads
+        what the date search loads on first use (:func:`~citeguard.web.page.dates.warm_up`)."""
         worker = self._start_worker()
         loop = asyncio.get_running_loop()
         if worker is not None:
-            ready = functools.partial(worker.wait_ready, 120.0, every_lane=True)
+            ready = functools.partial(worker.wait_ready, 120.0, every_lane=every_child)
             await loop.run_in_executor(None, ready)
         elif self._given_executor is None:
             await loop.run_in_executor(self._executor(), warm_dates)

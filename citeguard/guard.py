@@ -159,7 +159,7 @@ class Guard:
         await self._warm(wait_for_extraction=False)
         return self
 
-    async def warm_up(self) -> None:
+    async def warm_up(self, *, every_child: bool = True) -> None:
         """Load the entailment model and start the extraction process now rather than inside
         the first request, and wait until the extraction process is ready (a service's
         start-up: ``citeguard serve`` calls this).
@@ -170,14 +170,15 @@ class Guard:
         ~1 s of CPU, many seconds on a busy machine): pages are extracted in a thread until it
         is ready, and closing the Guard before then stops it.
         """
-        await self._warm(wait_for_extraction=True)
+        await self._warm(wait_for_extraction=True, every_child=every_child)
 
-    async def _warm(self, *, wait_for_extraction: bool) -> None:
+    async def _warm(self, *, wait_for_extraction: bool, every_child: bool = True) -> None:
         await warm_parts(
             self._pages,
             self._get_entailer,
             self._regimes,
             wait_for_extraction=wait_for_extraction,
+            every_child=every_child,
         )
 
     async def __aexit__(self, *exc: object) -> None:

@@ -22,14 +22,15 @@ async def warm_parts(
     regimes: RegimeClassifier,
     *,
     wait_for_extraction: bool,
+    every_child: bool = True,
 ) -> None:
     """Warm what a check reads; ``wait_for_extraction``: until every extraction child is up
-    and warm (:meth:`~citeguard.extract_stage.ExtractStage.warm_up`), else they start in the
-    background."""
+    and warm (:meth:`~citeguard.extract_stage.ExtractStage.warm_up`; ``every_child=False``:
+    the first, the others warm before they take a page), else they start in the background."""
     # the extraction child (Policy.fetch.extract_in) starts while the model loads
     extraction = None
     if wait_for_extraction:
-        extraction = asyncio.ensure_future(pages.warm_up())
+        extraction = asyncio.ensure_future(pages.warm_up(every_child=every_child))
     else:
         pages.start()
     # the public-suffix list is read on first use (~10-20 ms of Python): in a thread now,

@@ -168,7 +168,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
         async def warm() -> None:
             try:
-                await worker.run(guard.warm_up())
+                # ready once the model and one extraction child are warm; the others warm
+                # after it (no page goes to a child before it is warm)
+                await worker.run(guard.warm_up(every_child=False))
             except Exception as e:  # a model that cannot load: not ready, and the log says why
                 log.error(
                     json.dumps({"event": "warm_up_failed", "error": f"{type(e).__name__}: {e}"})
