@@ -168,7 +168,9 @@ class Guard:
         start-up keeps that stall out of a user's answer. ``async with Guard(...)`` does the
         same but does not wait for the extraction process (niced, it imports citeguard in
         ~1 s of CPU, many seconds on a busy machine): pages are extracted in a thread until it
-        is ready, and closing the Guard before then stops it.
+        is ready, and closing the Guard before then stops it. ``every_child=False``: return
+        once one extraction child is up, the children loading what a date search reads
+        (dateparser's locales, ~1.3-2.5 s of CPU each) beside their first pages.
         """
         await self._warm(wait_for_extraction=True, every_child=every_child)
 

@@ -26,7 +26,8 @@ async def warm_parts(
 ) -> None:
     """Warm what a check reads; ``wait_for_extraction``: until every extraction child is up
     and warm (:meth:`~citeguard.extract_stage.ExtractStage.warm_up`; ``every_child=False``:
-    the first, the others warm before they take a page), else they start in the background."""
+    until the first is up, the children warming beside their first pages), else they start
+    in the background."""
     # the extraction child (Policy.fetch.extract_in) starts while the model loads
     extraction = None
     if wait_for_extraction:
