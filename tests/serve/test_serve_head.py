@@ -158,15 +158,16 @@ def _status(answer: bytes) -> int:
 def test_the_default_cap_is_exact(parser_served: Served, pieces: int) -> None:
     assert _status(_answer(parser_served, _whole_head(CAP), pieces=pieces)) == 200
     assert _status(_answer(parser_served, _whole_head(CAP + 1), pieces=pieces)) == 431
-    # a single header well past the cap but inside one read: 431, not 200
-    assert _status(_answer(parser_served, _whole_head(120 * 1024), pieces=pieces)) == 431
+    # a single header well past the cap but inside one read: 431, not 200 (in one write: sent
+    # in pieces, the server may answer and close before the last byte, which then cannot go)
+    assert _status(_answer(parser_served, _whole_head(120 * 1024))) == 431
 
 
 @pytest.mark.parametrize("pieces", [1, 3])
 def test_a_smaller_cap_is_exact(small_cap_served: Served, pieces: int) -> None:
     assert _status(_answer(small_cap_served, _whole_head(SMALL_CAP), pieces=pieces)) == 200
     assert _status(_answer(small_cap_served, _whole_head(SMALL_CAP + 1), pieces=pieces)) == 431
-    assert _status(_answer(small_cap_served, _whole_head(120 * 1024), pieces=pieces)) == 431
+    assert _status(_answer(small_cap_served, _whole_head(120 * 1024))) == 431
 
 
 def test_the_next_request_on_a_connection_is_capped_too(small_cap_served: Served) -> None:
