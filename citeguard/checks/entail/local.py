@@ -476,12 +476,13 @@ class LocalEntailer(_ExecutorOwner):
         # checks alone: the model is not run on it (its probability would decide nothing). A
         # claim in a language it knows is never such a pair: the model reads those at once,
         # while the windows are computed elsewhere
-        sure = [i for i, (claim, _) in enumerate(pairs) if self._known(claim)]
+        claim_langs = [language_of(claim) for claim, _ in pairs]
+        sure = [i for i, lang in enumerate(claim_langs) if self._known(lang)]
         results = scorer.score([pairs[i] for i in sure]) if sure else []
         windows = windows_of()
         read = set(sure)
         blind = [
-            None if w is None or i in read else self._blind_to(pairs[i][0], w.text)
+            None if w is None or i in read else self._blind_to(claim_langs[i], w.text)
             for i, w in enumerate(windows)
         ]
         rest = [
@@ -544,22 +545,19 @@ class LocalEntailer(_ExecutorOwner):
 
         return there
 
-    def _known(self, claim: str) -> bool:
-        """Whether ``claim`` is in a language the model is shown to judge (or too short to
-        tell): such a pair is never one it is blind to."""
-        lang = language_of(claim)
+    def _known(self, lang: str) -> bool:
+        """Whether a claim in ``lang`` is in a language the model is shown to judge (or too
+        short to tell, ``"und"``): such a pair is never one it is blind to."""
         return lang == "und" or lang in self._policy.model_languages
 
-    def _blind_to(self, claim: str, evidence: str) -> str | None:
-        """The language of a pair the model is not shown to judge (claim and evidence both in
-        it: ``EntailmentPolicy.model_languages``), or None. Text too short to tell is read as
-        a language the model knows."""
-        known = self._policy.model_languages
-        lang = language_of(claim)
-        if lang == "und" or lang in known:
+    def _blind_to(self, lang: str, evidence: str) -> str | None:
+        """The language of a pair the model is not shown to judge (the claim's, ``lang``, and
+        the evidence's both outside ``EntailmentPolicy.model_languages``), or None. Text too
+        short to tell is read as a language the model knows."""
+        if self._known(lang):
             return None
         other = language_of(evidence)
-        return None if other == "und" or other in known else lang
+        return None if self._known(other) else lang
 
     def _abstain(self, window: _Window, facts: str, lang: str) -> EntailmentScore:
         """A pair in a language the model is blind to, which it is not run on: what the
